@@ -1,0 +1,53 @@
+"""mha: the small package behind the multi-head attention notebooks.
+
+``import mha`` is cheap: it loads NumPy only. The torch modules
+(:mod:`mha.layers`), plotting (:mod:`mha.plot`) and widgets
+(:mod:`mha.widgets`) load when first used, e.g. ``mha.layers`` or
+``from mha import widgets``.
+
+Masks everywhere in the package are boolean with **True = blocked**
+(see :mod:`mha.masks`).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from .masks import causal_mask, padding_mask
+from .multihead import MultiHeadAttention, merge_heads, split_heads
+from .reference import (
+    AttentionGrads,
+    attention,
+    attention_backward,
+    scores,
+    softmax,
+    softmax_backward,
+)
+from .source import environment_report, show_source
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AttentionGrads",
+    "MultiHeadAttention",
+    "attention",
+    "attention_backward",
+    "causal_mask",
+    "environment_report",
+    "merge_heads",
+    "padding_mask",
+    "scores",
+    "show_source",
+    "softmax",
+    "softmax_backward",
+    "split_heads",
+]
+
+# Submodules that pull in heavy libraries load on first attribute access.
+_LAZY = {"layers", "plot", "widgets", "checks", "kv_cache"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'mha' has no attribute {name!r}")
