@@ -11,6 +11,8 @@ PIP_TORCH_ARGS ?=
 STAMP  := $(VENV)/.installed
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 PYTEST_ARGS ?=
+# Extra flags for JupyterLab (tests pass --no-browser and a port).
+LAB_ARGS ?=
 
 .PHONY: env lab test notebooks lint clean help
 
@@ -33,7 +35,7 @@ $(STAMP): pyproject.toml
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/00_start_here.ipynb --ip=127.0.0.1 \
-	    --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG)
+	    --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests tools

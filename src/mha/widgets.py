@@ -50,7 +50,7 @@ class Explorer:
         self.setup_figure()
         for control in self.controls:
             control.observe(self._on_change, names="value")
-        self.box = widgets.VBox([widgets.HBox(self.controls), self.image, self.caption])
+        self.box = self.build_box()
         self.redraw()
 
     # -- to implement --------------------------------------------------
@@ -65,6 +65,10 @@ class Explorer:
 
     def caption_text(self, state: dict) -> str:
         return ""
+
+    def build_box(self) -> widgets.Box:
+        """Arrange controls, image and caption; override for a custom layout."""
+        return widgets.VBox([widgets.HBox(self.controls), self.image, self.caption])
 
     # -- machinery -----------------------------------------------------
     def _on_change(self, change) -> None:
