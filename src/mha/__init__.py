@@ -12,6 +12,7 @@ Masks everywhere in the package are boolean with **True = blocked**
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
 from .masks import causal_mask, padding_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
@@ -49,5 +50,15 @@ _LAZY = {"layers", "plot", "widgets", "checks", "kv_cache"}
 
 def __getattr__(name: str):
     if name in _LAZY:
-        return importlib.import_module(f".{name}", __name__)
+        try:
+            return importlib.import_module(f".{name}", __name__)
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":
+                raise  # the submodule exists but needs a missing library, e.g. torch
+            raise AttributeError(f"module 'mha' has no submodule {name!r}") from err
     raise AttributeError(f"module 'mha' has no attribute {name!r}")
+
+
+def __dir__():
+    present = {name for name in _LAZY if importlib.util.find_spec(f".{name}", __name__)}
+    return sorted(set(globals()) | present)

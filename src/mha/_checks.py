@@ -5,41 +5,130 @@ from __future__ import annotations
 import numpy as np
 
 
+class DTypeError(TypeError, ValueError):
+    """An input of the wrong kind of dtype (bool, complex, object, strings, ...).
+
+    It subclasses both ``TypeError`` and ``ValueError`` (as NumPy's
+    ``AxisError`` subclasses two builtins), so ``except TypeError`` and
+    ``except ValueError`` both catch it.
+    """
+
+
 def first_index(flags) -> tuple[int, ...]:
     """Index of the first True entry of a boolean array, as a tuple of ints."""
     return tuple(int(i) for i in np.argwhere(np.asarray(flags))[0])
 
 
+def check_real_dtype(arr: np.ndarray, name: str) -> None:
+    """Refuse (``DTypeError``) any dtype other than integer or real floating.
+
+    A boolean array gets its own message: it is most likely a mask passed
+    where numbers were expected.
+    """
+    if arr.dtype == bool:
+        raise DTypeError(
+            f"{name} is a boolean array; expected real numbers. A boolean array looks like "
+            "a mask: masks go in mask= (True = blocked), or become scores via "
+            "np.where(mask, -np.inf, scores)."
+        )
+    if arr.dtype.kind not in "iuf":
+        raise DTypeError(
+            f"{name} must be real numbers (integer or floating); got dtype {arr.dtype}."
+        )
+
+
+def computation_dtype(dtype) -> np.dtype:
+    """The floating dtype an input of ``dtype`` computes in: ``result_type(dtype, float32)``.
+
+    float64 -> float64, float32 -> float32, float16 -> float32;
+    int8 / int16 / uint8 / uint16 -> float32 (always exact);
+    int32 / uint32 -> float64 (always exact); int64 / uint64 -> float64.
+    """
+    return np.result_type(np.dtype(dtype), np.float32)
+
+
+def to_float_exact(arr: np.ndarray, name: str) -> np.ndarray:
+    """``arr`` (integer or floating) in its :func:`computation_dtype`.
+
+    Refuses (``ValueError``) integers that the floating dtype cannot hold
+    exactly (past ``2**53`` for float64): rounding them would silently change
+    the input. Only 64-bit integers can hit this.
+    """
+    target = computation_dtype(arr.dtype)
+    out = arr.astype(target, copy=False)
+    if arr.dtype.kind in "iu":
+        # Below 2**(nmant+1) every integer is exact; above, compare with Python ints.
+        limit = 2.0 ** (np.finfo(target).nmant + 1)
+        lost = np.abs(arr.astype(np.float64)) >= limit
+        for index in map(tuple, np.argwhere(lost)):
+            lost[index] = int(out[index]) != int(arr[index])
+        if np.any(lost):
+            where = first_index(lost)
+            raise ValueError(
+                f"{name} holds the integer {arr[where]} at index {where}, which {target} "
+                f"cannot hold exactly; convert {name} to float yourself if rounding is acceptable."
+            )
+    return out
+
+
 def as_float_array(x, name: str, min_ndim: int = 0) -> np.ndarray:
     """``x`` as a real floating array; refuse what would compute silently wrong.
 
-    Integers become ``np.result_type(x, float32)``; bool, complex and object
-    arrays are refused (``TypeError``), and so are NaN and +-inf (``ValueError``).
+    Dtype rule: :func:`computation_dtype` (``np.result_type(x, float32)``).
+    Refuses bool, complex, object and string arrays (``DTypeError``, a
+    ``TypeError``), fewer than ``min_ndim`` dims, integers the floating dtype
+    cannot hold exactly, and NaN or +-inf anywhere (``ValueError``).
     """
     arr = np.asarray(x)
-    if arr.dtype == bool:
-        raise TypeError(f"{name} is a boolean array; expected numbers (a mask goes in mask=).")
-    if arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be real numbers (integer or floating); got dtype {arr.dtype}.")
+    check_real_dtype(arr, name)
     if arr.ndim < min_ndim:
         raise ValueError(
             f"{name} must have at least {min_ndim} dims (..., T, d); got shape {arr.shape}."
         )
-    arr = arr.astype(np.result_type(arr.dtype, np.float32), copy=False)
+    arr = to_float_exact(arr, name)
     bad = ~np.isfinite(arr)
     if np.any(bad):
-        kind = "NaN" if np.isnan(arr[first_index(bad)]) else "inf"
-        raise ValueError(f"{name} contains {kind} at index {first_index(bad)}; inputs must be finite.")
+        where = first_index(bad)
+        value = arr[where]
+        kind = "NaN" if np.isnan(value) else ("+inf" if value > 0 else "-inf")
+        raise ValueError(f"{name} contains {kind} at index {where}; inputs must be finite.")
     return arr
+
+
+def check_probs(p: np.ndarray, name: str = "probs", axis: int = -1) -> None:
+    """Refuse (``ValueError``) ``p`` unless it looks like a softmax output along ``axis``.
+
+    ``p`` is a floating array already checked by :func:`as_float_array`.
+    Negative entries, or a row whose sum is off 1 by more than ``1e-6``
+    (float64) / ``1e-3`` (lower precision), point at logits passed in place
+    of probabilities; the message names the first bad row.
+    """
+    if np.any(p < 0):
+        where = first_index(p < 0)
+        raise ValueError(
+            f"{name} has a negative entry at index {where}; "
+            "pass the softmax output, not the logits."
+        )
+    tol = 1e-6 if p.dtype == np.float64 else 1e-3
+    sums = np.sum(p, axis=axis)
+    off = np.abs(sums - 1.0) > tol
+    if np.any(off):
+        where = first_index(off) if off.ndim else ()
+        row = f"row {where}" if where else "the only row"
+        raise ValueError(
+            f"{name} rows must sum to 1 along axis {axis}; {row} sums to "
+            f"{float(sums[where]):.4g}. Pass the softmax output, not the logits."
+        )
 
 
 def check_mask(mask, scores_shape: tuple[int, ...]) -> np.ndarray:
     """Validate a package-convention mask (bool, **True = blocked**) against scores.
 
     Returns the mask broadcast to ``scores_shape`` ``(..., Tq, Tk)``. Refuses a
-    non-boolean mask (``TypeError``: say which convention you mean by converting
-    explicitly), a mask that does not broadcast, and a mask that blocks every key
-    for some query (``ValueError``: softmax would have nothing to normalise).
+    non-boolean mask (``DTypeError``, a ``TypeError``: say which convention you
+    mean by converting explicitly), a mask that does not broadcast, and a mask
+    that blocks every key for some query (``ValueError``: softmax would have
+    nothing to normalise).
     """
     m = np.asarray(mask)
     if m.dtype != bool:
@@ -48,8 +137,12 @@ def check_mask(mask, scores_shape: tuple[int, ...]) -> np.ndarray:
             hint = (" For a 0/1 mask, say which value blocks: `mask == 1` if 1 means blocked, "
                     "`mask == 0` if 1 means allowed.")
         elif m.dtype.kind == "f":
-            hint = " For an additive mask (0 / -inf) use mha.masks.from_additive(mask)."
-        raise TypeError(
+            if np.all((m == 0) | (m == 1)):
+                hint = (" For a 0./1. mask, say which value blocks: `mask == 1` if 1 means "
+                        "blocked, `mask == 0` if 1 means allowed.")
+            else:
+                hint = " For an additive mask (0 / -inf) use mha.masks.from_additive(mask)."
+        raise DTypeError(
             f"mask must be boolean with True = blocked; got dtype {m.dtype}.{hint}"
         )
     try:

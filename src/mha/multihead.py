@@ -15,22 +15,51 @@ from .reference import attention
 __all__ = ["MultiHeadAttention", "split_heads", "merge_heads"]
 
 
-def split_heads(x: np.ndarray, n_heads: int) -> np.ndarray:
-    """``(B, T, C)`` -> ``(B, H, T, dh)`` with ``dh = C // H``.
+def _check_n_heads(n_heads) -> int:
+    if isinstance(n_heads, (bool, np.bool_)) or not isinstance(n_heads, (int, np.integer)):
+        raise TypeError(f"n_heads must be a positive int; got {n_heads!r}.")
+    if n_heads < 1:
+        raise ValueError(f"n_heads must be a positive int; got {n_heads}.")
+    return int(n_heads)
 
-    The last dim holds the heads side by side, so it is split into
-    ``(H, dh)`` first and only then is ``H`` moved in front of ``T``.
-    Reshaping straight to ``(B, H, T, dh)`` has the right shape and the
-    wrong values.
+
+def split_heads(x, n_heads: int):
+    """``(B, T, C)`` -> ``(B, H, T, dh)`` with ``H = n_heads``, ``dh = C // H``.
+
+    The last dim holds the heads side by side (head ``h`` owns channels
+    ``h*dh .. (h+1)*dh - 1``), so it is split into ``(H, dh)`` first and only
+    then is ``H`` moved in front of ``T``. Reshaping straight to
+    ``(B, H, T, dh)`` has the right shape and the wrong values.
+
+    Works on NumPy arrays (and anything with ``reshape`` / ``transpose`` that
+    behaves like them); the result is a view with ``x``'s dtype. Refuses an
+    input that is not 3-d, ``n_heads`` that is not a positive int, and ``C``
+    not divisible by ``n_heads`` (``ValueError`` / ``TypeError``).
     """
+    if not hasattr(x, "shape"):
+        x = np.asarray(x)
+    n_heads = _check_n_heads(n_heads)
+    if len(x.shape) != 3:
+        raise ValueError(f"split_heads takes x of shape (B, T, C); got shape {tuple(x.shape)}.")
     b, t, c = x.shape
     if c % n_heads:
         raise ValueError(f"the model width C={c} is not divisible by n_heads={n_heads}.")
     return x.reshape(b, t, n_heads, c // n_heads).transpose(0, 2, 1, 3)
 
 
-def merge_heads(x: np.ndarray) -> np.ndarray:
-    """``(B, H, T, dh)`` -> ``(B, T, H * dh)``, the inverse of :func:`split_heads`."""
+def merge_heads(x):
+    """``(B, H, T, dh)`` -> ``(B, T, H * dh)``, the inverse of :func:`split_heads`.
+
+    Heads go back side by side along the last dim; the result is a new
+    contiguous array with ``x``'s dtype. Refuses an input that is not 4-d
+    (``ValueError``).
+    """
+    if not hasattr(x, "shape"):
+        x = np.asarray(x)
+    if len(x.shape) != 4:
+        raise ValueError(
+            f"merge_heads takes x of shape (B, H, T, dh); got shape {tuple(x.shape)}."
+        )
     b, h, t, dh = x.shape
     return x.transpose(0, 2, 1, 3).reshape(b, t, h * dh)
 
@@ -46,13 +75,31 @@ class MultiHeadAttention:
     Parameters ``w_q, w_k, w_v, w_o`` are ``(C, C)`` arrays used as
     ``x @ w``; biases ``b_q, b_k, b_v, b_o`` are ``(C,)`` or None.
     Initialised uniform in ``+-1/sqrt(C)`` from ``seed``; the dtype is fixed
-    at construction (float64 by default) and inputs are cast to it.
+    at construction (float64 by default) and inputs are cast to it, so
+    ``out`` has that dtype (float16 modules compute attention in float32).
+
+    Refuses at construction: ``d_model`` or ``n_heads`` that is not a
+    positive int, ``d_model`` not divisible by ``n_heads``, a non-floating
+    dtype. At call time: inputs that are not ``(B, T, C)`` with the model's
+    ``C``, ``x`` and ``context`` with different ``B``, and whatever
+    :func:`mha.attention` refuses (bad values, a bad or fully blocking mask).
     """
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = False, seed: int = 0,
                  dtype=np.float64):
+        if isinstance(d_model, (bool, np.bool_)) or not isinstance(d_model, (int, np.integer)):
+            raise TypeError(f"d_model must be a positive int; got {d_model!r}.")
+        if d_model < 1:
+            raise ValueError(f"d_model must be a positive int; got {d_model}.")
+        n_heads = _check_n_heads(n_heads)
         if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}.")
+            raise ValueError(
+                f"d_model={d_model} is not divisible by n_heads={n_heads}; "
+                "each head gets d_model // n_heads channels."
+            )
+        if np.dtype(dtype).kind != "f":
+            raise TypeError(f"dtype must be a floating dtype; got {np.dtype(dtype)}.")
+        d_model = int(d_model)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.dtype = np.dtype(dtype)
         rng = np.random.default_rng(seed)
@@ -78,7 +125,15 @@ class MultiHeadAttention:
 
     def __call__(self, x, context=None, mask=None):
         x = self._check_input(x, "x")
-        context = x if context is None else self._check_input(context, "context")
+        if context is None:
+            context = x
+        else:
+            context = self._check_input(context, "context")
+            if context.shape[0] != x.shape[0]:
+                raise ValueError(
+                    f"x and context must have the same batch size B: x has shape {x.shape}, "
+                    f"context has shape {context.shape}."
+                )
         q = split_heads(self._project(x, self.w_q, self.b_q), self.n_heads)  # (B, H, Tq, dh)
         k = split_heads(self._project(context, self.w_k, self.b_k), self.n_heads)  # (B, H, Tk, dh)
         v = split_heads(self._project(context, self.w_v, self.b_v), self.n_heads)  # (B, H, Tk, dh)

@@ -8,9 +8,13 @@ Conventions used throughout:
 * shapes are written ``(..., Tq, dk)``: any leading batch/head dims, then
   positions, then features;
 * a boolean ``mask`` means **True = blocked** (the key may not be read);
-* results are floating point: ``float64`` stays ``float64``, ``float32``
-  stays ``float32``, ``float16`` and small integers compute in ``float32``,
-  larger integers in ``float64`` (``np.result_type(x, np.float32)``).
+* dtype rule: inputs compute in ``np.result_type(x, np.float32)``, and the
+  result has that dtype. ``float64`` stays ``float64``, ``float32`` stays
+  ``float32``; ``float16``, ``int8``, ``int16``, ``uint8`` and ``uint16``
+  compute in ``float32``; ``int32``, ``uint32``, ``int64`` and ``uint64`` in
+  ``float64``. When several arrays meet (q, k, v), the widest wins.
+* a refused dtype raises ``mha._checks.DTypeError``, which is both a
+  ``TypeError`` and a ``ValueError``; every other refusal is a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -19,7 +23,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_float_array, check_mask, first_index
+from ._checks import (
+    DTypeError,
+    as_float_array,
+    check_mask,
+    check_probs,
+    check_real_dtype,
+    first_index,
+    to_float_exact,
+)
 
 __all__ = [
     "softmax",
@@ -31,8 +43,21 @@ __all__ = [
 ]
 
 
+def _normalize_axis(axis, ndim: int, who: str) -> int:
+    if ndim == 0:
+        raise ValueError(f"{who} needs at least one axis; got a 0-d scalar.")
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, (bool, np.bool_)):
+        raise TypeError(f"{who}: axis must be an int; got {axis!r}.")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{who}: axis {axis} is out of range for an array with {ndim} dims.")
+    return int(axis) % ndim
+
+
 def softmax(logits, axis: int = -1) -> np.ndarray:
-    """Stable softmax along ``axis``.
+    """Stable softmax along ``axis``: ``exp(s - max s) / sum exp(s - max s)``.
+
+    Shapes: any ``(..., n, ...)`` in, the same shape out; every slice along
+    ``axis`` sums to 1.
 
     Subtracting the row maximum first changes nothing mathematically
     (softmax is shift invariant) but keeps ``exp`` from overflowing:
@@ -40,44 +65,27 @@ def softmax(logits, axis: int = -1) -> np.ndarray:
 
     ``-inf`` is allowed and means "masked": it gets weight exactly 0.
 
-    Refuses (``ValueError`` naming the rule):
-      * non-real dtypes (complex, bool, object, strings);
-      * NaN or ``+inf`` anywhere;
-      * a row whose entries are all ``-inf`` (a fully masked row has no
-        valid denominator: there is nothing to normalise over);
-      * integer logits that the computation dtype cannot hold exactly;
-      * an empty axis.
+    Dtype rule: the result is ``np.result_type(logits, float32)``: float64 and
+    float32 are kept, float16 and 8/16-bit integers give float32, 32/64-bit
+    integers give float64.
+
+    Refuses:
+      * non-real dtypes: bool (it looks like a mask), complex, object,
+        strings (``DTypeError``, both a ``TypeError`` and a ``ValueError``);
+      * a 0-d input, an ``axis`` out of range, an empty axis (``ValueError``);
+      * integer logits that the computation dtype cannot hold exactly
+        (past ``2**53`` for int64) (``ValueError``);
+      * NaN or ``+inf`` anywhere (``ValueError``);
+      * a row whose entries are all ``-inf``: a fully masked row has no
+        valid denominator, there is nothing to normalise over (``ValueError``).
     """
     values = np.asarray(logits)
-    if values.dtype == bool:
-        raise ValueError(
-            "softmax got boolean logits; a boolean array looks like a mask. "
-            "Turn it into scores first (e.g. np.where(mask, -np.inf, scores))."
-        )
-    if values.dtype.kind not in "iuf":
-        raise ValueError(
-            f"softmax needs real-valued logits (integer or floating); got dtype {values.dtype}."
-        )
-    if values.ndim == 0:
-        raise ValueError("softmax needs at least one axis; got a 0-d scalar.")
+    check_real_dtype(values, "logits")
+    axis = _normalize_axis(axis, values.ndim, "softmax")
     if values.shape[axis] == 0:
         raise ValueError(f"softmax over an empty axis (shape {values.shape}, axis={axis}).")
 
-    computed = values.astype(np.result_type(values.dtype, np.float32), copy=False)
-    if values.dtype.kind in "iu":
-        # float32 holds every integer only up to 2**24, float64 up to 2**53;
-        # past that, compare exactly with Python ints (only those few entries).
-        limit = 2.0 ** (np.finfo(computed.dtype).nmant + 1)
-        lost = np.abs(values.astype(np.float64)) >= limit
-        for index in zip(*np.nonzero(lost)):
-            lost[index] = int(computed[index]) != int(values[index])
-        if np.any(lost):
-            where = first_index(lost)
-            raise ValueError(
-                f"integer logit {values[where]} at index {where} cannot be held exactly in "
-                f"{computed.dtype}; convert the logits to float yourself if rounding is acceptable."
-            )
-
+    computed = to_float_exact(values, "logits")
     if np.any(np.isnan(computed)):
         raise ValueError(f"logits contain NaN (first at index {first_index(np.isnan(computed))}).")
     if np.any(np.isposinf(computed)):
@@ -93,7 +101,10 @@ def softmax(logits, axis: int = -1) -> np.ndarray:
             "each row needs at least one allowed position."
         )
 
-    shifted = computed - np.max(computed, axis=axis, keepdims=True)
+    # Finite logits far apart (e.g. -3e38 and 3e38 in float32) overflow the
+    # subtraction to -inf; exp(-inf) = 0 is then the right weight.
+    with np.errstate(over="ignore"):
+        shifted = computed - np.max(computed, axis=axis, keepdims=True)
     exps = np.exp(shifted)
     return exps / np.sum(exps, axis=axis, keepdims=True)
 
@@ -101,59 +112,107 @@ def softmax(logits, axis: int = -1) -> np.ndarray:
 def softmax_backward(probs, upstream, axis: int = -1) -> np.ndarray:
     """Gradient of a loss with respect to the logits of a softmax.
 
-    ``probs`` is the softmax output ``p`` and ``upstream`` is ``dL/dp`` (same
-    shape). The Jacobian is ``diag(p) - p p^T``; applied to ``g`` it gives the
-    vector form ``p * (g - sum(p * g))``. A constant ``g`` therefore gives 0.
+    ``probs`` is the softmax output ``p`` and ``upstream`` is ``g = dL/dp``,
+    both of the same shape ``(..., n, ...)`` with the softmax taken along
+    ``axis``; the result ``dL/ds`` has that shape too. The Jacobian is
+    ``diag(p) - p p^T``; applied to ``g`` it gives the vector form
+    ``p * (g - sum(p * g))``. A constant ``g`` therefore gives 0.
 
-    Refuses shapes that differ, non-real dtypes, and ``probs`` whose rows do
-    not sum to 1 (the classic slip of passing logits instead of probabilities).
+    Dtype rule: ``np.result_type(probs, upstream, float32)``.
+
+    Refuses non-real dtypes (``DTypeError``), and with ``ValueError``: shapes
+    that differ, a 0-d input, an ``axis`` out of range, an empty axis, NaN or
+    inf, and ``probs`` with a negative entry or a row that does not sum to 1
+    (the classic slip of passing logits instead of probabilities).
     """
     p = as_float_array(probs, "probs")
     g = as_float_array(upstream, "upstream")
     if p.shape != g.shape:
-        raise ValueError(f"probs has shape {p.shape} but upstream has shape {g.shape}; they must match.")
-    if np.any(p < 0):
-        raise ValueError("probs has negative entries; pass the softmax output, not the logits.")
-    dtype = np.result_type(p, g)
-    tol = 1e-6 if dtype == np.float64 else 1e-3
-    sums = np.sum(p, axis=axis)
-    if not np.allclose(sums, 1.0, atol=tol, rtol=0):
         raise ValueError(
-            f"probs rows must sum to 1 along axis {axis} (found {float(sums.flat[0]):.4g} in the "
-            "first row); pass the softmax output, not the logits."
+            f"probs has shape {p.shape} but upstream has shape {g.shape}; they must match."
         )
+    axis = _normalize_axis(axis, p.ndim, "softmax_backward")
+    if p.shape[axis] == 0:
+        raise ValueError(
+            f"softmax_backward over an empty axis (shape {p.shape}, axis={axis})."
+        )
+    check_probs(p, "probs", axis=axis)
+    dtype = np.result_type(p, g)
     weighted_mean = np.sum(p * g, axis=axis, keepdims=True)
     return (p * (g - weighted_mean)).astype(dtype, copy=False)
 
 
+def _check_scale(scale, dtype) -> np.ndarray:
+    """``scale`` as a 0-d array of ``dtype``; refuse what is not a finite number >= 0."""
+    s = np.asarray(scale)
+    if s.ndim != 0:
+        raise ValueError(f"scale must be a single number; got shape {s.shape}.")
+    if s.dtype == bool or s.dtype.kind not in "iuf":
+        raise DTypeError(f"scale must be a real number; got {scale!r} (dtype {s.dtype}).")
+    if not np.isfinite(s) or s < 0:
+        raise ValueError(
+            f"scale must be a finite number >= 0 (the default is 1/sqrt(dk)); got {scale!r}. "
+            "A negative scale would turn the preferences upside down."
+        )
+    return s.astype(dtype)
+
+
 def scores(q, k, scale: float | None = None) -> np.ndarray:
-    """Scaled dot products ``S = q k^T * scale`` of shape ``(..., Tq, Tk)``.
+    """Scaled dot products ``S = q k^T * scale``.
+
+    Shapes: ``q (..., Tq, dk)``, ``k (..., Tk, dk)`` -> ``(..., Tq, Tk)``, the
+    leading dims broadcast. Row ``i`` is the query at ``i``, column ``j`` the
+    key at ``j``.
 
     ``scale`` defaults to ``1 / sqrt(dk)`` with ``dk = q.shape[-1]``, the head
-    width (not ``d_model``). Shapes and refusals as in :func:`attention`.
+    width (not ``d_model``); pass ``scale=1.0`` for raw dot products.
+
+    Dtype rule: ``np.result_type(q, k, float32)``.
+
+    Refuses (as :func:`attention`): non-real dtypes (``DTypeError``), fewer
+    than 2 dims, NaN or inf, integers not exactly representable, ``dk`` that
+    differs between q and k, ``dk = 0``, ``Tk = 0``, leading dims that do not
+    broadcast, a ``scale`` that is not a finite number ``>= 0``, and scores that
+    overflow the dtype (inputs too large for, say, float32).
     """
     q, k, _ = _check_qkv(q, k, None)
     if scale is None:
         scale = 1.0 / np.sqrt(q.shape[-1])
-    return (q @ np.swapaxes(k, -1, -2)) * np.asarray(scale, dtype=q.dtype)
+    s = _check_scale(scale, q.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = (q @ np.swapaxes(k, -1, -2)) * s
+    bad = ~np.isfinite(out)
+    if np.any(bad):
+        raise ValueError(
+            f"the scores q k^T * scale overflow {out.dtype} (first at index {first_index(bad)}): "
+            f"the inputs are too large for {out.dtype}; rescale them or compute in float64."
+        )
+    return out
 
 
 def attention(q, k, v, mask=None, scale: float | None = None):
-    """Scaled dot-product attention: ``softmax(q k^T * scale + mask) v``.
+    """Scaled dot-product attention: ``softmax(q k^T * scale, blocked -> -inf) v``.
 
     Shapes: ``q (..., Tq, dk)``, ``k (..., Tk, dk)``, ``v (..., Tk, dv)``;
     the leading dims broadcast, e.g. ``(B, H)``. ``mask`` is boolean with
     **True = blocked**, broadcastable to ``(..., Tq, Tk)``; blocked scores
     become ``-inf`` *before* the softmax, so blocked keys get weight exactly 0
-    and each row still sums to 1.
+    and each row still sums to 1. ``scale`` as in :func:`scores`.
 
     Returns ``(output, weights)`` with shapes ``(..., Tq, dv)`` and
     ``(..., Tq, Tk)``.
 
-    Refuses (``ValueError`` / ``TypeError`` naming the problem): mismatched
-    ``dk`` between q and k, mismatched ``Tk`` between k and v, leading dims
-    that do not broadcast, non-real or non-finite inputs, a non-boolean mask,
-    a mask that does not broadcast, and a mask that blocks every key of a row.
+    Dtype rule: both results are ``np.result_type(q, k, v, float32)``, e.g.
+    float32 in gives float32 out, float16 gives float32.
+
+    Refuses non-real inputs and a non-boolean mask (``DTypeError``, a
+    ``TypeError``; an int or float mask gets a message naming the convention
+    and the explicit conversion), and with ``ValueError`` naming the problem:
+    fewer than 2 dims, NaN or inf, integers not exactly representable,
+    mismatched ``dk`` between q and k, ``dk = 0``, mismatched ``Tk`` between k
+    and v, ``Tk = 0``, leading dims that do not broadcast, a bad ``scale``,
+    overflowing scores, a mask that does not broadcast, and a mask that blocks
+    every key of a row.
     """
     q, k, v = _check_qkv(q, k, v)
     s = scores(q, k, scale)  # (..., Tq, Tk)
@@ -177,51 +236,103 @@ class AttentionGrads(NamedTuple):
 def attention_backward(q, k, v, d_out, mask=None, scale: float | None = None) -> AttentionGrads:
     """Backward pass of :func:`attention`, written out stage by stage.
 
-    With ``S = q k^T * scale``, ``A = softmax(S)``, ``O = A v`` and
-    ``G = dL/dO`` (``d_out``, shape ``(..., Tq, dv)``):
+    With ``S = q k^T * scale`` (blocked entries set to ``-inf``),
+    ``A = softmax(S)`` row by row, ``O = A v`` and ``G = dL/dO`` (``d_out``):
 
-    * ``dV = A^T G``
-    * ``dA = G V^T``
-    * ``dS = A * (dA - rowsum(A * dA))``   (softmax backward, row by row)
-    * ``dQ = dS K * scale`` and ``dK = dS^T Q * scale``
+    * ``dV = A^T G``                                 ``(..., Tk, dv)``
+    * ``dA = G V^T``                                 ``(..., Tq, Tk)``
+    * ``dS = A * (dA - rowsum(A * dA))``             softmax backward, row by row
+    * ``dQ = dS K * scale``                          ``(..., Tq, dk)``
+    * ``dK = dS^T Q * scale``                        ``(..., Tk, dk)``
 
-    Blocked entries have ``A = 0`` and so ``dS = 0``: no gradient flows
-    through a masked path. Inputs are refused as in :func:`attention`.
+    Shapes and ``mask`` / ``scale`` as in :func:`attention`; ``d_out`` has the
+    output's shape ``(..., Tq, dv)``, leading dims already broadcast. A blocked
+    entry has ``A = 0`` and so ``dS = 0``: no gradient flows through a masked
+    path. Where q, k or v was broadcast over a leading dim (one k shared by
+    many heads), its gradient is summed back to that input's shape.
+
+    Dtype rule: the forward computes in ``np.result_type(q, k, v)`` (at least
+    ``float32``); ``d_out`` is cast to that dtype, and all five gradients come
+    out in it, as in torch, where a gradient has its tensor's dtype.
+
+    Refuses what :func:`attention` refuses, and a ``d_out`` that is not
+    real and finite or whose shape differs from the output's.
     """
     q, k, v = _check_qkv(q, k, v)
     if scale is None:
         scale = 1.0 / np.sqrt(q.shape[-1])
-    out, a = attention(q, k, v, mask=mask, scale=scale)
+    out, a = attention(q, k, v, mask=mask, scale=scale)  # (..., Tq, dv), (..., Tq, Tk)
     g = as_float_array(d_out, "d_out")
     if g.shape != out.shape:
-        raise ValueError(f"d_out has shape {g.shape} but the output has shape {out.shape}.")
+        raise ValueError(
+            f"d_out has shape {g.shape} but the attention output has shape {out.shape} "
+            "(..., Tq, dv); d_out = dL/dO must match it exactly."
+        )
+    g = g.astype(out.dtype, copy=False)
+    scale = _check_scale(scale, out.dtype)  # already accepted by attention(); now a 0-d array
     d_v = np.swapaxes(a, -1, -2) @ g  # (..., Tk, dv)
     d_a = g @ np.swapaxes(v, -1, -2)  # (..., Tq, Tk)
-    d_s = a * (d_a - np.sum(a * d_a, axis=-1, keepdims=True))
+    d_s = softmax_backward(a, d_a, axis=-1)  # (..., Tq, Tk), 0 where blocked
     d_q = (d_s @ k) * scale  # (..., Tq, dk)
     d_k = (np.swapaxes(d_s, -1, -2) @ q) * scale  # (..., Tk, dk)
-    # Broadcast leading dims (e.g. one k shared by many q) sum back to the input's shape.
     return AttentionGrads(
-        _unbroadcast(d_q, q.shape), _unbroadcast(d_k, k.shape), _unbroadcast(d_v, v.shape), d_a, d_s
+        _unbroadcast(d_q, q.shape), _unbroadcast(d_k, k.shape), _unbroadcast(d_v, v.shape),
+        d_a, d_s,
     )
 
 
 def _unbroadcast(grad: np.ndarray, shape: tuple) -> np.ndarray:
-    while grad.ndim > len(shape):
-        grad = grad.sum(axis=0)
-    for axis, size in enumerate(shape):
-        if size == 1 and grad.shape[axis] != 1:
-            grad = grad.sum(axis=axis, keepdims=True)
+    """Sum ``grad`` back to ``shape``: the reverse of NumPy broadcasting.
+
+    An input that was broadcast (a missing leading dim, or a dim of size 1
+    stretched) was read many times, so its gradient is the sum of the
+    gradients of every copy.
+    """
+    extra = grad.ndim - len(shape)
+    if extra < 0:
+        raise ValueError(f"cannot unbroadcast a gradient of shape {grad.shape} to {shape}.")
+    grad = grad.sum(axis=tuple(range(extra)))
+    stretched = tuple(i for i, size in enumerate(shape) if size == 1 and grad.shape[i] != 1)
+    grad = grad.sum(axis=stretched, keepdims=True)
+    if grad.shape != tuple(shape):
+        raise ValueError(f"cannot unbroadcast a gradient of shape {grad.shape} to {shape}.")
     return grad
 
 
+def softmax_jacobian(probs) -> np.ndarray:
+    """Jacobian of softmax, ``J[..., i, j] = dp_i / ds_j = p_i (delta_ij - p_j)``.
+
+    ``probs (..., n)`` is the softmax output ``p`` along the last axis;
+    returns ``diag(p) - p p^T`` of shape ``(..., n, n)``. ``J`` is symmetric,
+    and ``J^T g`` equals :func:`softmax_backward` ``(p, g)``, which never builds
+    the ``n x n`` matrix. Dtype rule as in :func:`softmax_backward`.
+
+    Refuses a 0-d input, non-real dtypes, negative entries, and rows that do
+    not sum to 1 (pass the softmax output, not the logits).
+    """
+    p = as_float_array(probs, "probs", min_ndim=1)
+    check_probs(p, "probs", axis=-1)
+    diag = p[..., :, None] * np.eye(p.shape[-1], dtype=p.dtype)  # (..., n, n)
+    return diag - p[..., :, None] * p[..., None, :]  # diag(p) - p p^T
+
+
 def _check_qkv(q, k, v):
+    """Validate q, k (and v unless None); return them in one common float dtype."""
     q = as_float_array(q, "q", min_ndim=2)
     k = as_float_array(k, "k", min_ndim=2)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q and k must share the feature width dk: q has shape {q.shape} (dk={q.shape[-1]}), "
             f"k has shape {k.shape} (dk={k.shape[-1]})."
+        )
+    if q.shape[-1] == 0:
+        raise ValueError(
+            f"q and k have no features (dk=0, shapes {q.shape} and {k.shape}); "
+            "a dot product needs at least one."
+        )
+    if k.shape[-2] == 0:
+        raise ValueError(
+            f"k has no positions (Tk=0, shape {k.shape}); every query needs at least one key."
         )
     arrays = [q, k]
     if v is not None:
@@ -235,7 +346,7 @@ def _check_qkv(q, k, v):
     try:
         np.broadcast_shapes(*(a.shape[:-2] for a in arrays))
     except ValueError:
-        names = ", ".join(f"{n} {a.shape}" for n, a in zip("qkv", arrays))
+        names = ", ".join(f"{n} {a.shape}" for n, a in zip("qkv", arrays, strict=False))
         raise ValueError(f"the leading (batch/head) dims do not broadcast: {names}.") from None
     dtype = np.result_type(*arrays)
     q, k = q.astype(dtype, copy=False), k.astype(dtype, copy=False)

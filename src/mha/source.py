@@ -21,19 +21,25 @@ def show_source(obj):
 def environment_report() -> dict[str, str]:
     """Versions of Python and the libraries the lessons use, and the devices.
 
+    Returns a dict of strings with at least the keys ``python``, ``numpy``,
+    ``torch``, ``matplotlib``, ``ipywidgets``, ``jupyterlab`` and ``cuda``
+    (plus ``platform`` and, with torch, ``cpu threads``); a missing library
+    reads ``"not installed"``. Never raises for a missing library.
+
     Values vary from machine to machine: a notebook that prints this marks the
     cell ``nbval-ignore-output`` and asserts only the keys.
     """
     report = {"python": platform.python_version(), "platform": platform.platform(terse=True)}
     for name in ("numpy", "torch", "matplotlib", "ipywidgets", "jupyterlab"):
         try:
-            report[name] = importlib.import_module(name).__version__
+            report[name] = str(getattr(importlib.import_module(name), "__version__", "unknown"))
         except ImportError:
             report[name] = "not installed"
     try:
         import torch
 
-        report["cuda"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none (CPU only)"
+        on_gpu = torch.cuda.is_available()
+        report["cuda"] = torch.cuda.get_device_name(0) if on_gpu else "none (CPU only)"
         report["cpu threads"] = str(torch.get_num_threads())
     except ImportError:
         report["cuda"] = "unknown (torch missing)"
