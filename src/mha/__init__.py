@@ -23,6 +23,7 @@ from .reference import (
     scores,
     softmax,
     softmax_backward,
+    softmax_jacobian,
 )
 from .source import environment_report, show_source
 
@@ -41,11 +42,12 @@ __all__ = [
     "show_source",
     "softmax",
     "softmax_backward",
+    "softmax_jacobian",
     "split_heads",
 ]
 
 # Submodules that pull in heavy libraries load on first attribute access.
-_LAZY = {"layers", "plot", "widgets", "checks", "kv_cache"}
+_LAZY = {"layers", "plot", "widgets", "checks", "kv_cache", "numerical", "scaling", "torch_transfer"}
 
 
 def __getattr__(name: str):

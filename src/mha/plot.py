@@ -465,6 +465,8 @@ def gradient_heatmaps(panels, mask=None, *, row_label="query i", col_label="key 
     Returns ``(fig, axes, images)``; ``images[n].get_array()`` holds panel n's values.
     """
     mats = [np.asarray(m, dtype=float) for _, m in panels]
+    if not mats or any(m.ndim != 2 or m.shape != mats[0].shape for m in mats):
+        raise ValueError("gradient_heatmaps needs one or more 2-D matrices of one shape.")
     rows, cols = mats[0].shape
     fig, axes = plt.subplots(1, len(mats), figsize=(0.75 * cols * len(mats) + 1.2 * len(mats),
                                                      0.6 * rows + 1.6), squeeze=False)

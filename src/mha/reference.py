@@ -36,6 +36,7 @@ from ._checks import (
 __all__ = [
     "softmax",
     "softmax_backward",
+    "softmax_jacobian",
     "attention",
     "attention_backward",
     "AttentionGrads",
