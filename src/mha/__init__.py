@@ -47,7 +47,9 @@ __all__ = [
 ]
 
 # Submodules that pull in heavy libraries load on first attribute access.
-_LAZY = {"layers", "plot", "widgets", "checks", "kv_cache", "numerical", "scaling", "torch_transfer"}
+_LAZY = {
+    "layers", "torch_transfer", "plot", "widgets", "checks", "kv_cache", "numerical", "scaling",
+}
 
 
 def __getattr__(name: str):

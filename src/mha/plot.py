@@ -38,13 +38,17 @@ def heatmap(matrix, ax=None, *, row_label="query i", col_label="key j", title=No
     if title:
         ax.set_title(title, fontsize=10, pad=28)
     if annotate:
-        finite = shown.compressed()
-        mid = (finite.min() + finite.max()) / 2 if finite.size else 0.0
         for (i, j), value in np.ndenumerate(m):
             text = "-inf" if np.isneginf(value) else format(value, fmt)
-            color = "black" if np.isneginf(value) or value > mid else "white"
+            color = "black" if np.isneginf(value) else _label_color(image, value)
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color=color)
     return ax, image
+
+
+def _label_color(image, value) -> str:
+    """Black on light cells, white on dark ones, whatever the colormap."""
+    red, green, blue, _ = image.cmap(image.norm(value))
+    return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
 
 
 # ---------------------------------------------------------------------------

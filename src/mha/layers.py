@@ -1,0 +1,281 @@
+"""Multi-head attention as a torch ``nn.Module``, written from scratch.
+
+:class:`MultiHeadAttention` computes either by hand (``impl="manual"``: scores,
+mask, softmax, dropout, weighted sum) or through
+``torch.nn.functional.scaled_dot_product_attention`` (``impl="sdpa"``), from the
+same parameters.
+
+Masks follow the package convention: **boolean, True = blocked**. SDPA's
+boolean ``attn_mask`` means the opposite (True = allowed), so every call into it
+goes through :func:`mha.masks.to_sdpa`. The crossings to other code (weights to
+and from ``nn.MultiheadAttention`` and the NumPy class, masks for
+``nn.MultiheadAttention``, :func:`sdpa_attention`) live in
+:mod:`mha.torch_transfer`; they are also reachable here, e.g.
+``mha.layers.to_nn_multihead``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import masks
+
+__all__ = ["MultiHeadAttention", "check_torch_mask"]
+
+_IMPLS = ("manual", "sdpa")
+
+
+def check_torch_mask(mask, shape: tuple[int, ...], name: str = "mask", device=None,
+                     check_rows: bool = True):
+    """Validate a package-convention mask (bool, **True = blocked**) for scores of ``shape``.
+
+    ``mask`` is a bool tensor or NumPy array broadcastable to ``shape``
+    ``(..., Tq, Tk)``, e.g. ``(B, H, Tq, Tk)``; it is returned as a bool tensor
+    on ``device`` (not expanded). Refuses a non-boolean mask (``TypeError``: the
+    convention must be chosen by an explicit conversion), a mask that does not
+    broadcast to ``shape`` (``ValueError``), and a mask that blocks every key for
+    some query (``ValueError``: softmax would return NaN; skipped with
+    ``check_rows=False`` for a part that is combined with others first).
+    """
+    if isinstance(mask, np.ndarray):
+        if mask.dtype != bool:
+            raise _non_bool_error(name, mask.dtype, mask.dtype.kind)
+        mask = torch.from_numpy(np.ascontiguousarray(mask))
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"{name} must be a bool tensor or array (True = blocked); "
+                        f"got {type(mask).__name__}.")
+    if mask.dtype != torch.bool:
+        kind = "f" if mask.dtype.is_floating_point else "i"
+        raise _non_bool_error(name, mask.dtype, kind)
+    mask = mask.to(device) if device is not None else mask
+    try:
+        fits = torch.broadcast_shapes(mask.shape, shape) == torch.Size(shape)
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"{name} of shape {tuple(mask.shape)} does not broadcast to the scores' shape "
+            f"{tuple(shape)} (..., Tq, Tk). A (B, Tk) padding mask goes in key_padding_mask= "
+            "or is reshaped to (B, 1, 1, Tk) with mha.masks.key_padding_to_4d."
+        )
+    fully = mask.expand(shape).all(dim=-1)
+    if check_rows and fully.any():
+        index = tuple(int(i) for i in torch.nonzero(fully)[0])
+        raise ValueError(
+            f"fully masked row: {name} blocks every key for the query at index {index} "
+            f"(leading dims, then query index {index[-1]}); each query needs at least one "
+            "allowed key (softmax would divide 0 by 0 and return NaN)."
+        )
+    return mask
+
+
+def _non_bool_error(name, dtype, kind) -> TypeError:
+    hint = " If it is SDPA-style (True = allowed), convert it with mha.masks.from_sdpa(mask)."
+    if kind in "iu":
+        hint = (" For a 0/1 mask, say which value blocks: `mask == 1` if 1 means blocked, "
+                "`mask == 0` if 1 means allowed.")
+    elif kind == "f":
+        hint = (" For an additive mask (0 / -inf) use mha.masks.from_additive(mask) "
+                "(NumPy) or `mask == float('-inf')`.")
+    return TypeError(f"{name} must be boolean with True = blocked (the package convention); "
+                     f"got dtype {dtype}.{hint}")
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention with ``H`` heads of width ``dh = d_model // H``.
+
+    ``forward(query, key=None, value=None, mask=None, key_padding_mask=None,
+    need_weights=False)`` returns ``(out (B, Tq, C), weights (B, H, Tq, Tk) or
+    None)``. Self-attention when ``key`` is None; cross-attention otherwise
+    (``value`` defaults to ``key``; ``Tq != Tk`` is fine).
+
+    Masks use the package convention, bool **True = blocked**: ``mask`` is
+    ``(Tq, Tk)``, ``(B, 1, 1, Tk)``, ``(B, 1, Tq, Tk)`` or ``(B, H, Tq, Tk)``;
+    ``key_padding_mask`` is ``(B, Tk)``, True on padded keys. Both may be given
+    (a key is blocked if either blocks it).
+
+    Parameters: ``q_proj, k_proj, v_proj`` (or one packed ``qkv`` of weight
+    ``(3C, C)`` when ``packed_qkv=True``) and ``out_proj``, all ``nn.Linear``
+    storing ``(out, in)`` and initialised uniform in ``+-1/sqrt(C)``. Inputs must
+    be floating with the parameters' dtype, which the output keeps.
+
+    ``impl="manual"`` writes attention out; ``impl="sdpa"`` calls
+    ``F.scaled_dot_product_attention`` and cannot return weights. Dropout (on
+    the attention weights) acts only in training mode, in both. With
+    ``need_weights=True`` the weights returned are those multiplied with V, so in
+    training with dropout they are the dropped-out ones (as in
+    ``nn.MultiheadAttention``); in ``eval()`` every row sums to 1.
+
+    Refuses (message names the problem): ``d_model % n_heads != 0``; inputs not
+    ``(B, T, C)``, of another dtype, or key/value batch or length mismatch; a
+    non-bool mask; a mask that does not broadcast to ``(B, H, Tq, Tk)`` or is
+    neither 2-D nor 4-D; a fully masked row; ``need_weights`` with SDPA.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0,
+                 packed_qkv: bool = False, impl: str = "manual", device=None, dtype=None):
+        super().__init__()
+        for name, n in (("d_model", d_model), ("n_heads", n_heads)):
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ValueError(f"{name} must be a positive int; got {n!r}.")
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}: "
+                             "each head needs the same width dh = d_model // n_heads.")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1); got {dropout}.")
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.bias, self.dropout, self.packed_qkv = bias, float(dropout), packed_qkv
+        self.impl = impl
+        kw = {"bias": bias, "device": device, "dtype": dtype}
+        if packed_qkv:
+            self.qkv = nn.Linear(d_model, 3 * d_model, **kw)
+        else:
+            self.q_proj = nn.Linear(d_model, d_model, **kw)
+            self.k_proj = nn.Linear(d_model, d_model, **kw)
+            self.v_proj = nn.Linear(d_model, d_model, **kw)
+        self.out_proj = nn.Linear(d_model, d_model, **kw)
+
+    @property
+    def impl(self) -> str:
+        return self._impl
+
+    @impl.setter
+    def impl(self, value: str) -> None:
+        if value not in _IMPLS:
+            raise ValueError(f"impl must be one of {_IMPLS}; got {value!r}.")
+        self._impl = value
+
+    def extra_repr(self) -> str:
+        return (f"d_model={self.d_model}, n_heads={self.n_heads}, bias={self.bias}, "
+                f"dropout={self.dropout}, packed_qkv={self.packed_qkv}, impl={self.impl!r}")
+
+    def in_projections(self):
+        """``((W_Q, b_Q), (W_K, b_K), (W_V, b_V))``: views of the parameters.
+
+        Each ``W`` is ``(C, C)`` stored ``(out, in)`` as ``nn.Linear`` does; each
+        ``b`` is ``(C,)`` or None. With ``packed_qkv`` they are row blocks of the
+        ``(3C, C)`` weight, so writing into them (under ``no_grad``) writes it.
+        """
+        if self.packed_qkv:
+            ws = self.qkv.weight.chunk(3, dim=0)
+            bs = self.qkv.bias.chunk(3, dim=0) if self.bias else (None,) * 3
+            return tuple(zip(ws, bs, strict=True))
+        return tuple((p.weight, p.bias) for p in (self.q_proj, self.k_proj, self.v_proj))
+
+    def forward(self, query, key=None, value=None, mask=None, key_padding_mask=None,
+                need_weights: bool = False):
+        """``(out (B, Tq, C), weights (B, H, Tq, Tk) or None)``; see the class docstring."""
+        if need_weights and self.impl == "sdpa":
+            raise ValueError("need_weights=True with impl='sdpa': SDPA does not return the "
+                             "attention weights; use impl='manual' to get them.")
+        if key is None and value is not None:
+            raise ValueError("value given without key; pass key (and value) for cross-attention.")
+        self_attention = key is None
+        query = self._check_input(query, "query")
+        key = query if key is None else self._check_input(key, "key")
+        value = key if value is None else self._check_input(value, "value")
+        b, t_q, _ = query.shape
+        t_k = key.shape[1]
+        if key.shape[0] != b:
+            raise ValueError(f"query and key must share the batch size B: query "
+                             f"{tuple(query.shape)}, key {tuple(key.shape)}.")
+        if value.shape[:2] != key.shape[:2]:
+            raise ValueError(f"key and value must share (B, Tk): key {tuple(key.shape)}, "
+                             f"value {tuple(value.shape)}.")
+        blocked = self._combined_mask(mask, key_padding_mask, (b, self.n_heads, t_q, t_k),
+                                      query.device)
+
+        q, k, v = self._project_qkv(query, key, value, self_attention)  # each (B, H, T, dh)
+        weights = None
+        if self.impl == "manual":
+            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.d_head))  # (B, H, Tq, Tk)
+            if blocked is not None:
+                # Before the softmax, so blocked keys get exactly 0 and rows still sum to 1.
+                scores = scores.masked_fill(blocked, float("-inf"))
+            weights = F.dropout(scores.softmax(dim=-1), p=self.dropout, training=self.training)
+            heads = weights @ v  # (B, H, Tq, dh)
+        else:
+            # F.scaled_dot_product_attention is a function: eval() does not reach it, so the
+            # module must pass dropout_p = 0 itself outside training.
+            heads = F.scaled_dot_product_attention(
+                q, k, v,
+                attn_mask=None if blocked is None else masks.to_sdpa(blocked),
+                dropout_p=self.dropout if self.training else 0.0,
+            )
+        # (B, H, Tq, dh) -> (B, Tq, H, dh) -> (B, Tq, C): after the transpose the memory is
+        # no longer in (B, Tq, C) order, so reshape (which copies when needed), not view.
+        merged = heads.transpose(1, 2).reshape(b, t_q, self.d_model)
+        return self.out_proj(merged), (weights if need_weights else None)
+
+    def _split_heads(self, x):
+        # (B, T, C) -> (B, T, H, dh) -> (B, H, T, dh). The heads sit side by side along C,
+        # so C must be cut into (H, dh) first; viewing straight to (B, H, T, dh) has the right
+        # shape but mixes positions and heads, with no error.
+        b, t, _ = x.shape
+        return x.reshape(b, t, self.n_heads, self.d_head).transpose(1, 2)
+
+    def _project_qkv(self, query, key, value, self_attention: bool):
+        if self.packed_qkv and self_attention:
+            # One (3C, C) matmul instead of three: the reason packed weights exist.
+            q, k, v = self.qkv(query).chunk(3, dim=-1)
+        else:
+            (wq, bq), (wk, bk), (wv, bv) = self.in_projections()
+            q, k, v = F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
+        return self._split_heads(q), self._split_heads(k), self._split_heads(v)
+
+    def _check_input(self, x, name: str):
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} must be a torch tensor (B, T, C); got {type(x).__name__}.")
+        if x.ndim != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"{name} must be (B, T, C={self.d_model}); "
+                             f"got shape {tuple(x.shape)}.")
+        own = self.out_proj.weight.dtype
+        if x.dtype != own:
+            raise TypeError(f"{name} has dtype {x.dtype} but the module's parameters are {own}; "
+                            f"convert one of them (e.g. x.to({own}) or module.to({x.dtype})).")
+        return x
+
+    def _combined_mask(self, mask, key_padding_mask, shape, device):
+        """One bool mask broadcastable to ``shape`` (B, H, Tq, Tk), True = blocked, or None."""
+        parts = []
+        if mask is not None:
+            mask = check_torch_mask(mask, shape, "mask", device, check_rows=False)
+            if mask.ndim not in (2, 4):
+                raise ValueError(
+                    f"mask must be (Tq, Tk) or 4-D (B, 1|H, 1|Tq, Tk); got shape "
+                    f"{tuple(mask.shape)}. A 3-D mask is ambiguous (batch or heads first?): "
+                    "add the missing axis yourself, e.g. mask[:, None] for (B, 1, Tq, Tk)."
+                )
+            parts.append(mask)
+        if key_padding_mask is not None:
+            b, _, _, t_k = shape
+            pad = check_torch_mask(key_padding_mask, (b, t_k), "key_padding_mask", device,
+                                   check_rows=False)
+            if tuple(pad.shape) != (b, t_k):
+                raise ValueError(f"key_padding_mask must be (B, Tk) = {(b, t_k)} with True = "
+                                 f"padded; got shape {tuple(pad.shape)}.")
+            parts.append(masks.key_padding_to_4d(pad))  # (B, 1, 1, Tk)
+        if not parts:
+            return None
+        given = (("mask", mask), ("key_padding_mask", key_padding_mask))
+        name = " combined with ".join(n for n, m in given if m is not None)
+        # Checked after combining: each part may leave open keys that the other blocks.
+        return check_torch_mask(masks.combine(*parts), shape, name)
+
+
+_TRANSFER = {"to_nn_multihead", "from_nn_multihead", "to_numpy", "from_numpy",
+             "to_nn_multihead_masks", "sdpa_attention"}
+
+
+def __getattr__(name: str):
+    # The weight and mask crossings live in mha.torch_transfer (which imports this module);
+    # loading it lazily keeps mha.layers.to_nn_multihead working without an import cycle.
+    if name in _TRANSFER:
+        return getattr(importlib.import_module(".torch_transfer", __package__), name)
+    raise AttributeError(f"module 'mha.layers' has no attribute {name!r}")
