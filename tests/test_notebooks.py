@@ -16,12 +16,16 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-def lessons():
+def _lessons():
     for path in NOTEBOOKS:
         nb = json.loads(path.read_text())
         if any("nbgrader" in c.get("metadata", {}) for c in nb["cells"]):
             continue  # student exercise stubs are checked by tests/test_exercises.py
         yield pytest.param(path, nb, id=path.name)
+
+
+def lessons():
+    return list(_lessons())
 
 
 def code_cells(nb):

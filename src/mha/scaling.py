@@ -1,0 +1,175 @@
+"""Why scores are divided by sqrt(d_k): the plain computations of lesson 03.
+
+Three facts, each a function here:
+
+* the dot product of two independent vectors with mean-0, variance-1 entries
+  has variance ``d_k``; divided by ``sqrt(d_k)`` it has variance 1
+  (:func:`dot_product_variance` measures it on a seeded sample);
+* the softmax Jacobian ``diag(p) - p p^T`` shrinks toward 0 as the softmax
+  saturates (:func:`softmax_jacobian`, :func:`jacobian_norm`,
+  :func:`jacobian_norm_curve`);
+* a fixed unit-variance direction ``z`` gives raw scores ``sqrt(d_k) * z``:
+  without the division the weights sharpen as ``d_k`` grows, with it they do
+  not depend on ``d_k`` at all (:func:`scores_at_width`, :func:`scaling_state`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._checks import as_float_array
+from .reference import softmax
+
+__all__ = [
+    "VarianceSample",
+    "dot_product_variance",
+    "softmax_jacobian",
+    "jacobian_norm",
+    "jacobian_norm_curve",
+    "unit_variance_scores",
+    "scores_at_width",
+    "scaling_state",
+]
+
+
+class VarianceSample(NamedTuple):
+    """Measured variance of ``q . k`` for each head width, one entry per width."""
+
+    d_k: np.ndarray  # (W,) the widths, int
+    raw: np.ndarray  # (W,) variance of q . k
+    scaled: np.ndarray  # (W,) variance of q . k / sqrt(d_k)
+
+
+def _check_width(d_k) -> int:
+    if isinstance(d_k, (bool, np.bool_)) or not isinstance(d_k, (int, float, np.number)) \
+            or int(d_k) != d_k or d_k < 1:
+        raise ValueError(f"the head width d_k must be a positive integer; got {d_k!r}.")
+    return int(d_k)
+
+
+def dot_product_variance(d_ks, n_pairs: int, rng: np.random.Generator) -> VarianceSample:
+    """Variance of ``q . k`` over ``n_pairs`` random pairs, for each width in ``d_ks``.
+
+    ``q`` and ``k`` are drawn independently with standard normal entries
+    (mean 0, variance 1), shape ``(n_pairs, d_k)``. The variance of their dot
+    product is then ``d_k`` exactly; the sample estimates it. Results are
+    float64.
+
+    Refuses widths that are not positive integers and ``n_pairs < 2`` (a
+    variance needs at least two samples).
+    """
+    widths = [_check_width(d) for d in np.atleast_1d(np.asarray(d_ks, dtype=object))]
+    if isinstance(n_pairs, bool) or int(n_pairs) != n_pairs or n_pairs < 2:
+        raise ValueError(
+            f"n_pairs must be an integer >= 2 to estimate a variance; got {n_pairs!r}.")
+    raw, scaled = [], []
+    for d in widths:
+        q = rng.standard_normal((int(n_pairs), d))  # (n_pairs, d_k)
+        k = rng.standard_normal((int(n_pairs), d))  # (n_pairs, d_k)
+        dots = np.sum(q * k, axis=-1)  # (n_pairs,)
+        raw.append(np.var(dots, ddof=1))
+        scaled.append(np.var(dots / np.sqrt(d), ddof=1))
+    return VarianceSample(np.array(widths), np.array(raw), np.array(scaled))
+
+
+def softmax_jacobian(probs) -> np.ndarray:
+    """Jacobian ``d softmax(s) / d s = diag(p) - p p^T`` for one row ``p``.
+
+    ``probs (n,)`` is a softmax output; returns ``(n, n)``, symmetric, with
+    rows summing to 0 (adding a constant to every score changes nothing).
+    Refuses a ``probs`` that is not 1-D, has negative entries, or does not sum
+    to 1 (passing scores instead of probabilities).
+    """
+    p = as_float_array(probs, "probs")
+    if p.ndim != 1:
+        raise ValueError(
+            f"softmax_jacobian takes one row of probabilities (n,); got shape {p.shape}.")
+    if np.any(p < 0) or not np.isclose(np.sum(p), 1.0, atol=1e-6, rtol=0):
+        raise ValueError(
+            "probs must be non-negative and sum to 1 (a softmax output); "
+            f"got sum {float(np.sum(p)):.4g}, min {float(np.min(p)):.4g}."
+        )
+    jac = -np.outer(p, p)  # (n, n)
+    # The diagonal p_i - p_i**2 equals p_i * (sum of the other weights). Written that way it
+    # keeps its tiny value when p_i rounds to 1 (a saturated row), where p_i - p_i**2 gives 0.
+    others = np.where(np.eye(p.size, dtype=bool), 0.0, p[None, :]).sum(axis=1)  # (n,)
+    np.fill_diagonal(jac, p * others)
+    return jac
+
+
+def jacobian_norm(probs) -> float:
+    """Spectral norm (largest singular value) of :func:`softmax_jacobian`.
+
+    It is the largest factor by which softmax turns a gradient on the weights
+    into a gradient on the scores: ``|J g| <= jacobian_norm(p) * |g|``. For two
+    weights ``(a, 1 - a)`` it is ``2 a (1 - a)``; for ``n`` equal weights
+    ``1 / n``; for a one-hot ``p`` it is 0.
+    """
+    j = softmax_jacobian(probs)
+    # J is symmetric and positive semi-definite: its norm is its largest eigenvalue.
+    return float(max(np.linalg.eigvalsh(j.astype(np.float64))[-1], 0.0))
+
+
+def jacobian_norm_curve(z, scales) -> np.ndarray:
+    """``jacobian_norm(softmax(c * z))`` for each score scale ``c`` in ``scales``.
+
+    ``z (n,)`` is a fixed score vector; ``c`` plays the role of an inverse
+    temperature (``c = 1 / temperature``). Returns ``(len(scales),)`` float64.
+    Refuses negative or non-finite scales.
+    """
+    z = as_float_array(z, "z").astype(np.float64)
+    if z.ndim != 1:
+        raise ValueError(f"z must be one row of scores (n,); got shape {z.shape}.")
+    c = as_float_array(scales, "scales").astype(np.float64)
+    if np.any(c < 0):
+        raise ValueError("score scales must be >= 0 (a negative scale flips the ranking).")
+    return np.array([jacobian_norm(softmax(ci * z)) for ci in np.atleast_1d(c)])
+
+
+def unit_variance_scores(n_keys: int = 8, seed: int = 0) -> np.ndarray:
+    """A fixed score vector ``z (n_keys,)`` float64: seeded standard normal draws,
+    shifted and rescaled to mean 0 and (population) variance exactly 1.
+
+    Refuses ``n_keys`` below 2 (one key has no variance to rescale).
+    """
+    if isinstance(n_keys, (bool, np.bool_)) or int(n_keys) != n_keys or n_keys < 2:
+        raise ValueError(f"n_keys must be an integer >= 2; got {n_keys!r}.")
+    z = np.random.default_rng(seed).standard_normal(int(n_keys))
+    return (z - z.mean()) / z.std()
+
+
+def scores_at_width(z, d_k: int, divide: bool) -> np.ndarray:
+    """Raw scores of a head of width ``d_k``, modelled as ``sqrt(d_k) * z``.
+
+    ``z (n,)`` is a fixed direction with unit variance (its entries stand for
+    ``q . k / sqrt(d_k)``); the raw dot products then have variance ``d_k``.
+    With ``divide=True`` they are divided by ``sqrt(d_k)`` again, which gives
+    back ``z`` whatever ``d_k`` is. Returns float64 ``(n,)``.
+    """
+    d = _check_width(d_k)
+    z = as_float_array(z, "z").astype(np.float64)
+    if z.ndim != 1:
+        raise ValueError(f"z must be one row of scores (n,); got shape {z.shape}.")
+    raw = np.sqrt(d) * z
+    return raw / np.sqrt(d) if divide else raw
+
+
+def scaling_state(z, d_k: int, divide: bool) -> dict:
+    """Everything the scaling explorer shows for one setting.
+
+    Returns ``{"d_k", "divide", "scores" (n,), "weights" (n,),
+    "largest_weight", "jacobian_norm"}`` for the scores of
+    :func:`scores_at_width`.
+    """
+    s = scores_at_width(z, d_k, divide)
+    p = softmax(s)
+    return {
+        "d_k": int(d_k),
+        "divide": bool(divide),
+        "scores": s,
+        "weights": p,
+        "largest_weight": float(np.max(p)),
+        "jacobian_norm": jacobian_norm(p),
+    }

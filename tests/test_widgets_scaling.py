@@ -1,0 +1,115 @@
+"""Specification of the lesson-03 ScalingExplorer, driven as a learner drives it:
+set a control's value, read explorer.state and the caption."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mha.scaling import unit_variance_scores
+from mha.widgets import ScalingExplorer
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    return ScalingExplorer()
+
+
+@pytest.fixture(autouse=True)
+def restore_defaults(explorer):
+    yield
+    explorer.d_k_slider.value = 64
+    explorer.divide_box.value = True
+
+
+def test_d_k_steps_are_powers_of_two_from_4_to_1024(explorer):
+    assert list(explorer.d_k_slider.options) == [4, 8, 16, 32, 64, 128, 256, 512, 1024]
+
+
+def test_default_scores_are_the_fixed_unit_variance_vector(explorer):
+    np.testing.assert_array_equal(explorer.z, unit_variance_scores(8, seed=0))
+
+
+def test_default_is_d_k_64_divided(explorer):
+    assert explorer.state["d_k"] == 64
+    assert explorer.state["divide"] is True
+
+
+def test_moving_the_slider_changes_the_state_d_k(explorer):
+    explorer.d_k_slider.value = 256
+    assert explorer.state["d_k"] == 256
+
+
+def test_unticking_the_box_uses_raw_scores(explorer):
+    explorer.divide_box.value = False
+    np.testing.assert_allclose(explorer.state["scores"], 8 * explorer.z)
+
+
+def test_divided_weights_are_the_same_at_every_d_k(explorer):
+    first = explorer.state["weights"].copy()
+    explorer.d_k_slider.value = 1024
+    np.testing.assert_allclose(explorer.state["weights"], first, rtol=1e-12)
+
+
+def test_without_division_the_largest_weight_grows_with_d_k(explorer):
+    explorer.divide_box.value = False
+    largest = []
+    for d_k in (4, 64, 1024):
+        explorer.d_k_slider.value = d_k
+        largest.append(explorer.state["largest_weight"])
+    assert largest[0] < largest[1] < largest[2]
+    assert largest[2] > 0.999
+
+
+def test_without_division_the_gradient_vanishes_at_large_d_k(explorer):
+    explorer.divide_box.value = False
+    explorer.d_k_slider.value = 1024
+    assert explorer.state["jacobian_norm"] < 1e-6
+
+
+def test_bars_show_the_state_weights(explorer):
+    explorer.divide_box.value = False
+    explorer.d_k_slider.value = 16
+    heights = [bar.get_height() for bar in explorer.bars]
+    np.testing.assert_allclose(heights, explorer.state["weights"])
+
+
+def test_marker_sits_at_the_current_setting(explorer):
+    explorer.divide_box.value = False
+    explorer.d_k_slider.value = 32
+    x, y = explorer.dot.get_xydata()[0]
+    assert (x, y) == pytest.approx((32, explorer.state["jacobian_norm"]))
+
+
+def test_caption_states_largest_weight_and_gradient_size(explorer):
+    explorer.divide_box.value = False
+    explorer.d_k_slider.value = 1024
+    caption = explorer.caption.value
+    assert f"largest weight {explorer.state['largest_weight']:.3f}" in caption
+    assert f"{explorer.state['jacobian_norm']:.2g}" in caption
+
+
+def test_summary_is_the_default_caption(explorer):
+    assert explorer.summary() == (
+        "ScalingExplorer: d_k=64, divided: largest weight 0.423, "
+        "gradient size (Jacobian norm) 0.32"
+    )
+
+
+def test_a_change_redraws_the_image(explorer):
+    before = explorer.image.value
+    explorer.divide_box.value = False
+    assert explorer.image.value != before
+
+
+def test_redraw_keeps_the_same_axes_and_artists(explorer):
+    axes, bars, dot = list(explorer.figure.axes), list(explorer.bars), explorer.dot
+    explorer.d_k_slider.value = 8
+    explorer.divide_box.value = False
+    assert explorer.figure.axes == axes
+    assert list(explorer.bars) == bars and explorer.dot is dot
+
+
+def test_refuses_a_d_k_that_is_not_a_slider_step():
+    with pytest.raises(ValueError, match="d_k must be one of"):
+        ScalingExplorer(d_k=100)
