@@ -72,7 +72,8 @@ def test_every_displayed_widget_has_stored_state(path, nb):
         for out in cell.get("outputs", []):
             view = out.get("data", {}).get(WIDGET_VIEW)
             if view:
-                assert view["model_id"] in state, f"{path.name}: widget {view['model_id']} not saved"
+                model = view["model_id"]
+                assert model in state, f"{path.name}: widget {model} has no saved state"
 
 
 @pytest.mark.parametrize(("path", "nb"), lessons())

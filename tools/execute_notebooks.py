@@ -49,7 +49,8 @@ def execute(path: Path) -> float:
 def main(argv: list[str]) -> int:
     os.environ.setdefault("PYTHONHASHSEED", "0")
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-    paths = [Path(a).resolve() for a in argv] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    lessons = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    paths = [Path(a).resolve() for a in argv] or lessons
     total = sum(execute(p) for p in paths)
     print(f"total  {total:.1f} s for {len(paths)} notebook(s)")
     return 0

@@ -8,15 +8,20 @@ boolean ``attn_mask`` means True = allowed. Every crossing goes through a named
 function here (:func:`to_sdpa`, :func:`from_sdpa`, :func:`to_additive`,
 :func:`from_additive`), never through a bare ``~`` or ``== 0`` in a lesson.
 
-The functions work on NumPy arrays and, where noted, on torch tensors too
-(they use only ``~``, ``|`` and comparisons).
+The outbound crossings (:func:`to_sdpa`, :func:`to_additive`) refuse a mask
+that blocks every key of some query: on the other side of the boundary such a
+row does not raise, it silently becomes NaN (``torch.softmax``,
+``nn.MultiheadAttention``) or a row of zeros (SDPA in torch 2.13 on CPU).
+
+The functions take NumPy arrays (or anything ``np.asarray`` accepts) and torch
+tensors; a torch tensor in gives a torch tensor out.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_mask
+from ._checks import check_mask, first_index
 
 __all__ = [
     "causal_mask",
@@ -35,29 +40,46 @@ __all__ = [
 def mask_from_positions(query_positions, key_positions, window: int | None = None) -> np.ndarray:
     """Causal mask from absolute positions: key ``j`` is blocked for query ``i``
     when ``key_pos[j] > query_pos[i]`` (the future), or, with ``window=w``, when
-    it lies ``w`` or more positions back.
+    it lies ``w`` or more positions back (the query then sees itself and the
+    ``w - 1`` positions before it).
 
     Shapes: ``query_positions (Tq,)``, ``key_positions (Tk,)`` -> ``(Tq, Tk)`` bool.
     This is the mask a KV cache needs: two new queries at positions 3 and 4
     reading five cached keys 0..4 block only key 4 for query 3.
+
+    Refuses non-integer or non-1-D positions and a window below 1. It does not
+    refuse a query that sees no key (all keys after it): :func:`mha.attention`
+    and the outbound conversions do.
     """
-    qp = np.asarray(query_positions)[:, None]  # (Tq, 1)
-    kp = np.asarray(key_positions)[None, :]  # (1, Tk)
+    qp = np.asarray(query_positions)
+    kp = np.asarray(key_positions)
     if qp.dtype.kind not in "iu" or kp.dtype.kind not in "iu":
-        raise TypeError("positions must be integer arrays.")
-    blocked = kp > qp
+        raise TypeError(
+            f"positions must be integer arrays; got {qp.dtype} (queries) and {kp.dtype} (keys)."
+        )
+    if qp.ndim != 1 or kp.ndim != 1:
+        raise ValueError(
+            f"positions must be 1-D, (Tq,) and (Tk,); got shapes {qp.shape} and {kp.shape}."
+        )
+    blocked = kp[None, :] > qp[:, None]  # (Tq, Tk)
     if window is not None:
-        if window < 1:
-            raise ValueError(f"window must be >= 1 (the query sees itself); got {window}.")
-        blocked |= kp <= qp - window
+        if isinstance(window, bool) or int(window) != window or window < 1:
+            raise ValueError(
+                f"window must be an integer >= 1 (the query sees itself); got {window!r}."
+            )
+        blocked |= kp[None, :] <= qp[:, None] - int(window)
     return blocked
 
 
 def causal_mask(t: int, window: int | None = None) -> np.ndarray:
     """``(t, t)`` bool, True strictly above the diagonal: position ``i`` sees
-    itself and everything before it, never the future."""
-    if int(t) != t or t < 1:
-        raise ValueError(f"causal_mask needs a positive integer length; got {t!r}.")
+    itself and everything before it, never the future.
+
+    As an additive mask (:func:`to_additive`) that is 0 on and below the
+    diagonal and ``-inf`` above it. ``window=w`` also blocks keys ``w`` or
+    more positions back (a sliding window).
+    """
+    _require_length(t, "causal_mask")
     pos = np.arange(int(t))
     return mask_from_positions(pos, pos, window=window)
 
@@ -66,12 +88,18 @@ def padding_mask(lengths, t: int) -> np.ndarray:
     """Key padding mask for a batch of sequences padded to length ``t``.
 
     ``lengths (B,)`` valid lengths -> ``(B, 1, 1, t)`` bool, True on the padded
-    keys, ready to broadcast against scores ``(B, H, Tq, Tk)``. Refuses a
-    length of 0 (every key would be blocked) or one longer than ``t``.
+    keys, ready to broadcast against scores ``(B, H, Tq, Tk)``. Only keys are
+    blocked: a padded *query* still reads the valid keys (its output is unused,
+    not NaN). Refuses a length of 0 (every key would be blocked) or one longer
+    than ``t``.
     """
+    _require_length(t, "padding_mask")
     lengths = np.asarray(lengths)
     if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
-        raise TypeError(f"lengths must be a 1-D integer array (B,); got {lengths.dtype} {lengths.shape}.")
+        raise TypeError(
+            f"lengths must be a 1-D integer array (B,); got dtype {lengths.dtype}, "
+            f"shape {lengths.shape}."
+        )
     if np.any(lengths < 1) or np.any(lengths > t):
         raise ValueError(f"every length must be in 1..{t}; got {lengths.tolist()}.")
     blocked = np.arange(t)[None, :] >= lengths[:, None]  # (B, t)
@@ -82,13 +110,16 @@ def key_padding_to_4d(key_padding):
     """``(B, Tk)`` -> ``(B, 1, 1, Tk)``, so it broadcasts over heads and queries.
 
     Works on NumPy arrays and torch tensors. Forgetting this reshape is a
-    classic bug: a ``(B, Tk)`` mask against ``(B, H, Tq, Tk)`` scores either
-    fails to broadcast or, when ``B == Tq``, silently masks the wrong rows.
+    classic bug: a ``(B, Tk)`` mask against ``(B, H, Tq, Tk)`` scores lines
+    ``B`` up with ``Tq``, so it either fails to broadcast or, when ``B == Tq``,
+    silently masks the wrong rows (query ``b`` of every sequence gets the
+    padding of sequence ``b``).
     """
-    if key_padding.dtype != bool and str(key_padding.dtype) != "torch.bool":
-        raise TypeError(f"key padding mask must be boolean (True = padded); got {key_padding.dtype}.")
+    key_padding = _bool_mask(key_padding, "key_padding_to_4d", "key padding mask (True = padded)")
     if key_padding.ndim != 2:
-        raise ValueError(f"key padding mask must be (B, Tk); got shape {tuple(key_padding.shape)}.")
+        raise ValueError(
+            f"key padding mask must be (B, Tk); got shape {tuple(key_padding.shape)}."
+        )
     return key_padding[:, None, None, :]
 
 
@@ -96,12 +127,25 @@ def combine(*masks):
     """Blocked if *any* mask blocks it (logical OR), with broadcasting.
 
     ``combine(causal_mask(T), padding_mask(lengths, T))`` is ``(B, 1, T, T)``.
+    Refuses no masks, non-boolean masks, shapes that do not broadcast, and a
+    mix of NumPy arrays and torch tensors.
     """
     if not masks:
         raise ValueError("combine needs at least one mask.")
-    for m in masks:
-        if m.dtype != bool and str(m.dtype) != "torch.bool":
-            raise TypeError(f"combine takes boolean masks (True = blocked); got {m.dtype}.")
+    masks = [_bool_mask(m, "combine") for m in masks]
+    kinds = {_is_torch(m) for m in masks}
+    if len(kinds) > 1:
+        raise TypeError(
+            "combine got NumPy arrays and torch tensors mixed; convert them to one kind."
+        )
+    shapes = [tuple(m.shape) for m in masks]
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(
+            f"combine: mask shapes {shapes} do not broadcast; a (B, Tk) padding mask needs "
+            "reshaping to (B, 1, 1, Tk) (key_padding_to_4d)."
+        ) from None
     out = masks[0]
     for m in masks[1:]:
         out = out | m
@@ -111,39 +155,101 @@ def combine(*masks):
 def to_sdpa(mask):
     """Package mask (True = blocked) -> SDPA boolean ``attn_mask`` (True = allowed).
 
-    Works on NumPy arrays and torch tensors.
+    Works on NumPy arrays and torch tensors. Refuses a non-boolean mask and a
+    fully masked row (SDPA would return a row of zeros for it, without error).
     """
-    _require_bool(mask, "to_sdpa")
+    mask = _bool_mask(mask, "to_sdpa")
+    _refuse_fully_masked(mask, "to_sdpa")
     return ~mask
 
 
 def from_sdpa(allowed):
     """SDPA boolean ``attn_mask`` (True = allowed) -> package mask (True = blocked)."""
-    _require_bool(allowed, "from_sdpa")
+    allowed = _bool_mask(allowed, "from_sdpa", "SDPA mask (True = allowed)")
     return ~allowed
 
 
-def to_additive(mask, dtype=np.float64) -> np.ndarray:
-    """Package mask -> additive float mask: 0 where allowed, ``-inf`` where blocked."""
-    m = np.asarray(mask)
-    _require_bool(m, "to_additive")
-    return np.where(m, -np.inf, 0.0).astype(dtype)
+def to_additive(mask, dtype=None):
+    """Package mask -> additive float mask: 0 where allowed, ``-inf`` where blocked.
+
+    ``dtype`` defaults to float64 for NumPy and to torch's default float dtype
+    for a tensor. Refuses a non-boolean mask and a fully masked row (adding a
+    row of ``-inf`` makes ``torch.softmax`` return NaN).
+    """
+    mask = _bool_mask(mask, "to_additive")
+    _refuse_fully_masked(mask, "to_additive")
+    if _is_torch(mask):
+        import torch
+
+        dtype = torch.get_default_dtype() if dtype is None else dtype
+        zeros = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
+        return zeros.masked_fill(mask, -torch.inf)
+    return np.where(mask, -np.inf, 0.0).astype(np.float64 if dtype is None else dtype)
 
 
-def from_additive(additive) -> np.ndarray:
+def from_additive(additive):
     """Additive float mask (0 allowed, ``-inf`` blocked) -> package mask.
 
     Refuses anything other than 0 and -inf, such as a large negative number
     (-1e9) or a soft bias: those are not a yes/no mask.
     """
+    if _is_torch(additive):
+        import torch
+
+        if not additive.dtype.is_floating_point:
+            raise TypeError(f"an additive mask is floating (0 / -inf); got {additive.dtype}.")
+        if not bool(torch.all((additive == 0) | torch.isneginf(additive))):
+            raise ValueError("an additive mask must hold only 0 (allowed) and -inf (blocked).")
+        return torch.isneginf(additive)
     a = np.asarray(additive)
     if a.dtype.kind != "f":
         raise TypeError(f"an additive mask is floating (0 / -inf); got {a.dtype}.")
-    if not np.all((a == 0) | np.isneginf(a)):
-        raise ValueError("an additive mask must hold only 0 (allowed) and -inf (blocked).")
+    bad = ~((a == 0) | np.isneginf(a))
+    if np.any(bad):
+        raise ValueError(
+            f"an additive mask must hold only 0 (allowed) and -inf (blocked); found "
+            f"{float(a[first_index(bad)]):g} at index {first_index(bad)}."
+        )
     return np.isneginf(a)
 
 
-def _require_bool(mask, who: str) -> None:
-    if mask.dtype != bool and str(mask.dtype) != "torch.bool":
-        raise TypeError(f"{who} takes a boolean mask; got {mask.dtype}.")
+# -- helpers ----------------------------------------------------------------
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def _bool_mask(mask, who: str, what: str = "mask (True = blocked)"):
+    """``mask`` as a boolean array (a torch tensor stays a tensor); refuse other dtypes."""
+    if _is_torch(mask):
+        if str(mask.dtype) != "torch.bool":
+            raise TypeError(f"{who} takes a boolean {what}; got {mask.dtype}.")
+        return mask
+    m = np.asarray(mask)
+    if m.dtype != bool:
+        hint = ""
+        if m.dtype.kind in "iu":
+            hint = (" For a 0/1 mask, say which value blocks: `mask == 1` if 1 means blocked, "
+                    "`mask == 0` if 1 means allowed.")
+        elif m.dtype.kind == "f":
+            hint = " For an additive mask (0 / -inf) use mha.masks.from_additive(mask)."
+        raise TypeError(f"{who} takes a boolean {what}; got dtype {m.dtype}.{hint}")
+    return m
+
+
+def _refuse_fully_masked(mask, who: str) -> None:
+    if mask.ndim == 0:
+        raise ValueError(f"{who} needs a mask with a key axis, (..., Tk); got a 0-d mask.")
+    fully = mask.all(-1)
+    if bool(fully.any()):
+        where = first_index(np.asarray(fully.cpu() if _is_torch(fully) else fully))
+        raise ValueError(
+            f"fully masked row: the mask blocks every key for the query at index {where}; "
+            f"refusing to convert it in {who}, because the library on the other side returns "
+            "NaN or zeros for such a row instead of an error."
+        )
+
+
+def _require_length(t, who: str) -> None:
+    if isinstance(t, bool) or not isinstance(t, (int, np.integer)) or t < 1:
+        raise ValueError(f"{who} needs a positive integer length; got {t!r}.")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import platform
+from importlib import metadata
 
 
 def show_source(obj):
@@ -30,10 +30,11 @@ def environment_report() -> dict[str, str]:
     cell ``nbval-ignore-output`` and asserts only the keys.
     """
     report = {"python": platform.python_version(), "platform": platform.platform(terse=True)}
+    # Installed metadata, not an import: importing jupyterlab alone costs seconds.
     for name in ("numpy", "torch", "matplotlib", "ipywidgets", "jupyterlab"):
         try:
-            report[name] = str(getattr(importlib.import_module(name), "__version__", "unknown"))
-        except ImportError:
+            report[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
             report[name] = "not installed"
     try:
         import torch

@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 
 from . import reference
 
+
 class Explorer:
     """Base class: controls on top, a figure below, a one-line caption.
 
@@ -450,7 +451,7 @@ class MaskExplorer(Explorer):
             w = state[key]
             image.set_data(np.ma.masked_array(w, m))
             for (i, j), value in np.ndenumerate(w):
-                texts[i][j].set_text("-" if m[i, j] else f"{value:.2f}")
+                texts[i][j].set_text("" if m[i, j] else f"{value:.2f}")
                 texts[i][j].set_color("black" if m[i, j] or value > 0.5 else "white")
             for text, total in zip(sums, state[key + "_row_sums"], strict=True):
                 text.set_text(f"{total:.2f}")

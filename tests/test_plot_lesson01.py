@@ -1,0 +1,111 @@
+"""Pictures of lessons 00-01: the mask grid, and values with their convex hull."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from mha.masks import causal_mask
+from mha.plot import convex_hull_2d, hull_picture, mask_picture
+
+TRIANGLE = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 3.0]])
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def signed_area(corners):
+    x, y = corners[:, 0], corners[:, 1]
+    return 0.5 * np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y)
+
+
+# -- mask_picture ---------------------------------------------------------------
+
+def test_mask_picture_draws_blocked_as_one_and_allowed_as_zero():
+    mask = causal_mask(4)
+    _, image = mask_picture(mask)
+    np.testing.assert_array_equal(image.get_array(), mask.astype(float))
+
+
+def test_mask_picture_writes_true_in_blocked_cells():
+    mask = causal_mask(3)
+    ax, _ = mask_picture(mask)
+    texts = {(t.get_position()[1], t.get_position()[0]): t.get_text() for t in ax.texts}
+    assert texts[(0, 1)] == "True"  # query 0 may not read key 1
+    assert texts[(1, 0)] == "False"
+    assert len(texts) == 9
+
+
+def test_mask_picture_puts_queries_down_and_keys_across():
+    ax, _ = mask_picture(causal_mask(2))
+    assert ax.get_ylabel() == "query i"
+    assert ax.get_xlabel() == "key j"
+
+
+def test_mask_picture_refuses_a_non_boolean_mask():
+    with pytest.raises(TypeError, match="True = blocked"):
+        mask_picture(np.triu(np.ones((3, 3)), 1))
+
+
+def test_mask_picture_refuses_a_mask_that_is_not_2d():
+    with pytest.raises(ValueError, match="2-D"):
+        mask_picture(np.zeros((1, 3, 3), dtype=bool))
+
+
+# -- convex_hull_2d -------------------------------------------------------------
+
+def test_hull_of_a_square_with_an_inside_point_is_the_four_corners():
+    square = np.array([[0, 0], [1, 0], [1, 1], [0, 1], [0.5, 0.5]], dtype=float)
+    corners = convex_hull_2d(square)
+    assert {tuple(c) for c in corners} == {(0, 0), (1, 0), (1, 1), (0, 1)}
+
+
+def test_hull_corners_run_counter_clockwise():
+    assert signed_area(convex_hull_2d(TRIANGLE)) == pytest.approx(6.0)
+
+
+def test_hull_of_collinear_points_is_the_two_end_points():
+    corners = convex_hull_2d([[0, 0], [1, 1], [2, 2]])
+    assert {tuple(c) for c in corners} == {(0, 0), (2, 2)}
+
+
+def test_hull_refuses_points_that_are_not_2d():
+    with pytest.raises(ValueError, match=r"\(n, 2\)"):
+        convex_hull_2d(np.zeros((4, 3)))
+
+
+# -- hull_picture ---------------------------------------------------------------
+
+def test_hull_picture_shades_the_triangle_of_the_values():
+    artists = hull_picture(TRIANGLE, {"read-outs": TRIANGLE.mean(axis=0)})
+    corners = artists["hull"].get_xy()
+    assert {tuple(c) for c in corners} == {tuple(c) for c in TRIANGLE}
+
+
+def test_hull_picture_draws_each_readout_group_where_given():
+    inside = np.array([[1.0, 1.0], [0.5, 0.5]])
+    outside = np.array([[5.0, 5.0]])
+    artists = hull_picture(TRIANGLE, {"inside": inside, "outside": outside})
+    np.testing.assert_array_equal(artists["inside"].get_offsets(), inside)
+    np.testing.assert_array_equal(artists["outside"].get_offsets(), outside)
+    labels = artists["ax"].get_legend_handles_labels()[1]
+    assert "inside" in labels and "outside" in labels
+
+
+def test_hull_picture_of_two_values_is_their_segment():
+    artists = hull_picture([[2.0, 0.0], [0.0, 4.0]], {"read-out": [1.5, 1.0]})
+    assert {tuple(c) for c in artists["hull"].get_xy()} == {(2.0, 0.0), (0.0, 4.0)}
+
+
+def test_hull_picture_refuses_readouts_that_are_not_a_dict():
+    with pytest.raises(TypeError, match="dict"):
+        hull_picture(TRIANGLE, np.zeros((2, 2)))
+
+
+def test_hull_picture_refuses_a_wrong_number_of_names():
+    with pytest.raises(ValueError, match="names"):
+        hull_picture(TRIANGLE, {"r": [0.0, 0.0]}, value_names=["a", "b"])
