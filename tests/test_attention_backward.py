@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import mha
 from mha import numerical
-from mha.reference import AttentionGrads, _unbroadcast, softmax_jacobian
+from mha.backward import AttentionGrads, _unbroadcast, softmax_jacobian
 
 
 def torch_grads(q, k, v, d_out, mask=None, scale=None):

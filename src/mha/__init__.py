@@ -14,17 +14,10 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
+from .backward import AttentionGrads, attention_backward, softmax_backward, softmax_jacobian
 from .masks import causal_mask, padding_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
-from .reference import (
-    AttentionGrads,
-    attention,
-    attention_backward,
-    scores,
-    softmax,
-    softmax_backward,
-    softmax_jacobian,
-)
+from .reference import attention, scores, softmax
 from .source import environment_report, show_source
 
 __version__ = "0.1.0"

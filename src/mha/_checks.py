@@ -121,6 +121,16 @@ def check_probs(p: np.ndarray, name: str = "probs", axis: int = -1) -> None:
         )
 
 
+def mask_dtype_hint(m: np.ndarray) -> str:
+    """How to turn a non-boolean mask into the package's convention, explicitly."""
+    if m.dtype.kind in "iu" or (m.dtype.kind == "f" and np.all((m == 0) | (m == 1))):
+        return (" For a 0/1 mask, say which value blocks: `mask == 1` if 1 means blocked, "
+                "`mask == 0` if 1 means allowed.")
+    if m.dtype.kind == "f":
+        return " For an additive mask (0 / -inf) use mha.masks.from_additive(mask)."
+    return ""
+
+
 def check_mask(mask, scores_shape: tuple[int, ...]) -> np.ndarray:
     """Validate a package-convention mask (bool, **True = blocked**) against scores.
 
@@ -132,18 +142,8 @@ def check_mask(mask, scores_shape: tuple[int, ...]) -> np.ndarray:
     """
     m = np.asarray(mask)
     if m.dtype != bool:
-        hint = ""
-        if m.dtype.kind in "iu":
-            hint = (" For a 0/1 mask, say which value blocks: `mask == 1` if 1 means blocked, "
-                    "`mask == 0` if 1 means allowed.")
-        elif m.dtype.kind == "f":
-            if np.all((m == 0) | (m == 1)):
-                hint = (" For a 0./1. mask, say which value blocks: `mask == 1` if 1 means "
-                        "blocked, `mask == 0` if 1 means allowed.")
-            else:
-                hint = " For an additive mask (0 / -inf) use mha.masks.from_additive(mask)."
         raise DTypeError(
-            f"mask must be boolean with True = blocked; got dtype {m.dtype}.{hint}"
+            f"mask must be boolean with True = blocked; got dtype {m.dtype}.{mask_dtype_hint(m)}"
         )
     try:
         m = np.broadcast_to(m, scores_shape)

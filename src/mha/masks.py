@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_mask, first_index
+from ._checks import check_mask, first_index, mask_dtype_hint
 
 __all__ = [
     "causal_mask",
@@ -227,13 +227,7 @@ def _bool_mask(mask, who: str, what: str = "mask (True = blocked)"):
         return mask
     m = np.asarray(mask)
     if m.dtype != bool:
-        hint = ""
-        if m.dtype.kind in "iu":
-            hint = (" For a 0/1 mask, say which value blocks: `mask == 1` if 1 means blocked, "
-                    "`mask == 0` if 1 means allowed.")
-        elif m.dtype.kind == "f":
-            hint = " For an additive mask (0 / -inf) use mha.masks.from_additive(mask)."
-        raise TypeError(f"{who} takes a boolean {what}; got dtype {m.dtype}.{hint}")
+        raise TypeError(f"{who} takes a boolean {what}; got dtype {m.dtype}.{mask_dtype_hint(m)}")
     return m
 
 

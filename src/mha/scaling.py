@@ -20,12 +20,12 @@ from typing import NamedTuple
 import numpy as np
 
 from ._checks import as_float_array
+from .backward import softmax_jacobian
 from .reference import softmax
 
 __all__ = [
     "VarianceSample",
     "dot_product_variance",
-    "softmax_jacobian",
     "jacobian_norm",
     "jacobian_norm_curve",
     "unit_variance_scores",
@@ -74,39 +74,18 @@ def dot_product_variance(d_ks, n_pairs: int, rng: np.random.Generator) -> Varian
     return VarianceSample(np.array(widths), np.array(raw), np.array(scaled))
 
 
-def softmax_jacobian(probs) -> np.ndarray:
-    """Jacobian ``d softmax(s) / d s = diag(p) - p p^T`` for one row ``p``.
-
-    ``probs (n,)`` is a softmax output; returns ``(n, n)``, symmetric, with
-    rows summing to 0 (adding a constant to every score changes nothing).
-    Refuses a ``probs`` that is not 1-D, has negative entries, or does not sum
-    to 1 (passing scores instead of probabilities).
-    """
-    p = as_float_array(probs, "probs")
-    if p.ndim != 1:
-        raise ValueError(
-            f"softmax_jacobian takes one row of probabilities (n,); got shape {p.shape}.")
-    if np.any(p < 0) or not np.isclose(np.sum(p), 1.0, atol=1e-6, rtol=0):
-        raise ValueError(
-            "probs must be non-negative and sum to 1 (a softmax output); "
-            f"got sum {float(np.sum(p)):.4g}, min {float(np.min(p)):.4g}."
-        )
-    jac = -np.outer(p, p)  # (n, n)
-    # The diagonal p_i - p_i**2 equals p_i * (sum of the other weights). Written that way it
-    # keeps its tiny value when p_i rounds to 1 (a saturated row), where p_i - p_i**2 gives 0.
-    others = np.where(np.eye(p.size, dtype=bool), 0.0, p[None, :]).sum(axis=1)  # (n,)
-    np.fill_diagonal(jac, p * others)
-    return jac
-
-
 def jacobian_norm(probs) -> float:
     """Spectral norm (largest singular value) of :func:`softmax_jacobian`.
 
     It is the largest factor by which softmax turns a gradient on the weights
     into a gradient on the scores: ``|J g| <= jacobian_norm(p) * |g|``. For two
     weights ``(a, 1 - a)`` it is ``2 a (1 - a)``; for ``n`` equal weights
-    ``1 / n``; for a one-hot ``p`` it is 0.
+    ``1 / n``; for a one-hot ``p`` it is 0. Refuses anything but one row ``(n,)``.
     """
+    if np.ndim(probs) != 1:
+        raise ValueError(
+            f"jacobian_norm takes one row of probabilities (n,); got shape {np.shape(probs)}."
+        )
     j = softmax_jacobian(probs)
     # J is symmetric and positive semi-definite: its norm is its largest eigenvalue.
     return float(max(np.linalg.eigvalsh(j.astype(np.float64))[-1], 0.0))
