@@ -1,0 +1,34 @@
+"""Static pictures for the lessons (matplotlib, pyplot-based for notebooks).
+
+Every function returns the matplotlib objects it made, so a lesson can
+assert what the picture shows (e.g. the value in a heatmap cell) and not
+only that it was drawn. Axes follow one rule: query ``i`` runs down, key
+``j`` runs across.
+"""
+
+from __future__ import annotations
+
+from .curves import (
+    jacobian_norm_vs_scale,
+    naive_vs_stable,
+    score_slopes,
+    variance_vs_width,
+    weight_bars,
+)
+from .hull import convex_hull_2d, hull_picture
+from .matrices import gradient_heatmaps, heatmap, mask_grid, mask_picture, scores_to_weights
+
+__all__ = [
+    "convex_hull_2d",
+    "gradient_heatmaps",
+    "heatmap",
+    "hull_picture",
+    "jacobian_norm_vs_scale",
+    "mask_grid",
+    "mask_picture",
+    "naive_vs_stable",
+    "score_slopes",
+    "scores_to_weights",
+    "variance_vs_width",
+    "weight_bars",
+]

@@ -1,0 +1,80 @@
+"""The base of every explorer: controls, a figure rendered to PNG, a caption."""
+
+from __future__ import annotations
+
+import base64
+import io
+import time
+
+import ipywidgets as widgets
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+
+class Explorer:
+    """Base class: controls on top, a figure below, a one-line caption.
+
+    Subclasses set ``self.controls`` (a list of widgets whose ``value`` they
+    watch), implement :meth:`compute` (returns a dict, stored as ``state``)
+    and :meth:`draw` (updates ``self.figure`` from that dict), and may
+    override :meth:`caption_text`. They call ``super().__init__(controls,
+    figsize)`` after creating the controls.
+    """
+
+    dpi = 80
+
+    def __init__(self, controls, figsize=(6.0, 3.0)):
+        self.controls = list(controls)
+        self.figure = Figure(figsize=figsize, dpi=self.dpi)  # no pyplot: no global state
+        FigureCanvasAgg(self.figure)
+        self.image = widgets.Image(format="png")
+        self.caption = widgets.HTML()
+        self.state: dict = {}
+        self.redraw_seconds: list[float] = []
+        self.setup_figure()
+        for control in self.controls:
+            control.observe(self._on_change, names="value")
+        self.box = self.build_box()
+        self.redraw()
+
+    # -- to implement --------------------------------------------------
+    def setup_figure(self) -> None:
+        """Create axes and artists once (called before the first redraw)."""
+
+    def compute(self) -> dict:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def draw(self, state: dict) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def caption_text(self, state: dict) -> str:
+        return ""
+
+    def build_box(self) -> widgets.Box:
+        """Arrange controls, image and caption; override for a custom layout."""
+        return widgets.VBox([widgets.HBox(self.controls), self.image, self.caption])
+
+    # -- machinery -----------------------------------------------------
+    def _on_change(self, change) -> None:
+        self.redraw()
+
+    def redraw(self) -> None:
+        """Recompute, redraw the figure, refresh the image; time the whole step."""
+        start = time.perf_counter()
+        self.state = self.compute()
+        self.draw(self.state)
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="png", dpi=self.dpi)
+        self.image.value = buffer.getvalue()
+        self.caption.value = self.caption_text(self.state)
+        self.redraw_seconds.append(time.perf_counter() - start)
+
+    def summary(self) -> str:
+        """Short stable text; the ``text/plain`` of the displayed explorer."""
+        return f"{type(self).__name__}: {self.caption_text(self.state)}"
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = self.box._repr_mimebundle_(**kwargs)
+        bundle["image/png"] = base64.b64encode(self.image.value).decode("ascii")
+        bundle["text/plain"] = self.summary()
+        return bundle

@@ -1,0 +1,88 @@
+"""Lesson 03: head width d_k, the sqrt(d_k) division, the weights and the gradient."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import numpy as np
+
+from .explorer import Explorer
+
+
+class ScalingExplorer(Explorer):
+    """Pick the head width ``d_k`` and switch the division by ``sqrt(d_k)``.
+
+    The raw scores are ``sqrt(d_k) * z`` for a fixed unit-variance ``z``
+    (default :func:`mha.scaling.unit_variance_scores`, 8 keys; see
+    :func:`mha.scaling.scores_at_width`): their spread grows with ``d_k``.
+    Left: the softmax weights over the keys. Right: the norm of the softmax
+    Jacobian (the size of the gradient that reaches the scores) against
+    ``d_k``, with and without the division, and a dot at the current setting.
+    ``state`` is :func:`mha.scaling.scaling_state`.
+    """
+
+    D_K_OPTIONS = tuple(2**e for e in range(2, 11))  # 4, 8, ..., 1024 (log-spaced)
+
+    def __init__(self, z=None, d_k: int = 64, divide: bool = True):
+        from .. import scaling
+
+        self._scaling = scaling
+        self.z = scaling.unit_variance_scores() if z is None else np.asarray(z, dtype=float)
+        if d_k not in self.D_K_OPTIONS:
+            raise ValueError(f"d_k must be one of {self.D_K_OPTIONS}; got {d_k!r}.")
+        self.d_k_slider = widgets.SelectionSlider(
+            options=list(self.D_K_OPTIONS), value=d_k, description="d_k",
+            continuous_update=True,
+        )
+        self.divide_box = widgets.Checkbox(value=bool(divide), description="divide by sqrt(d_k)",
+                                           indent=False)
+        super().__init__([self.d_k_slider, self.divide_box], figsize=(8.0, 3.2))
+
+    def setup_figure(self):
+        ax_w, ax_g = self.ax_weights, self.ax_grad = self.figure.subplots(
+            1, 2, gridspec_kw={"width_ratios": [1.1, 1.0]})
+        n = self.z.size
+        self.bars = ax_w.bar(np.arange(n), np.zeros(n), color="tab:blue")
+        ax_w.set_ylim(0, 1.05)
+        ax_w.set_xticks(range(n))
+        ax_w.set_xlabel("key j")
+        ax_w.set_ylabel("softmax weight")
+        widths = np.array(self.D_K_OPTIONS)
+        curve = self._scaling.jacobian_norm_curve
+        floor = 1e-12  # log axis: keep exact zeros visible at the bottom
+        self.curves = {
+            False: np.maximum(curve(self.z, np.sqrt(widths)), floor),
+            True: np.maximum(curve(self.z, np.ones(widths.size)), floor),
+        }
+        ax_g.plot(widths, self.curves[False], "-o", ms=3, color="tab:red", label="not divided")
+        ax_g.plot(widths, self.curves[True], "-o", ms=3, color="tab:blue",
+                  label="divided by sqrt(d_k)")
+        (self.dot,) = ax_g.plot([], [], "o", ms=11, mfc="none", mec="black", mew=2,
+                                label="current setting")
+        ax_g.set_xscale("log", base=2)
+        ax_g.set_yscale("log")
+        ax_g.set_ylim(floor / 2, 2.0)
+        # Plain-text tick labels and no minor ticks: mathtext labels double the redraw time.
+        ax_g.set_xticks(widths[::2], [str(w) for w in widths[::2]])
+        ax_g.set_yticks([1e-12, 1e-9, 1e-6, 1e-3, 1.0], ["1e-12", "1e-9", "1e-6", "0.001", "1"])
+        ax_g.minorticks_off()
+        ax_g.set_xlabel("head width d_k")
+        ax_g.set_ylabel("norm of softmax Jacobian")
+        ax_g.legend(fontsize=7, loc="lower left")
+        self.figure.tight_layout(rect=(0, 0, 1, 0.93))
+
+    def compute(self):
+        return self._scaling.scaling_state(self.z, self.d_k_slider.value, self.divide_box.value)
+
+    def draw(self, state):
+        for bar, w in zip(self.bars, state["weights"], strict=True):
+            bar.set_height(w)
+        self.dot.set_data([state["d_k"]], [max(state["jacobian_norm"], 1e-12)])
+        how = "divided by sqrt(d_k)" if state["divide"] else "not divided"
+        self.figure.suptitle(
+            f"d_k = {state['d_k']}, scores {how}: largest weight {state['largest_weight']:.3f}",
+            fontsize=10)
+
+    def caption_text(self, state):
+        how = "divided" if state["divide"] else "not divided"
+        return (f"d_k={state['d_k']}, {how}: largest weight {state['largest_weight']:.3f}, "
+                f"gradient size (Jacobian norm) {state['jacobian_norm']:.2g}")
