@@ -6,8 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from mha.masks import causal_mask
-from mha.plot import convex_hull_2d, hull_picture, mask_picture
+from mha.plot import convex_hull_2d, hull_picture
 
 TRIANGLE = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 3.0]])
 
@@ -21,39 +20,6 @@ def close_figures():
 def signed_area(corners):
     x, y = corners[:, 0], corners[:, 1]
     return 0.5 * np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y)
-
-
-# -- mask_picture ---------------------------------------------------------------
-
-def test_mask_picture_draws_blocked_as_one_and_allowed_as_zero():
-    mask = causal_mask(4)
-    _, image = mask_picture(mask)
-    np.testing.assert_array_equal(image.get_array(), mask.astype(float))
-
-
-def test_mask_picture_writes_true_in_blocked_cells():
-    mask = causal_mask(3)
-    ax, _ = mask_picture(mask)
-    texts = {(t.get_position()[1], t.get_position()[0]): t.get_text() for t in ax.texts}
-    assert texts[(0, 1)] == "True"  # query 0 may not read key 1
-    assert texts[(1, 0)] == "False"
-    assert len(texts) == 9
-
-
-def test_mask_picture_puts_queries_down_and_keys_across():
-    ax, _ = mask_picture(causal_mask(2))
-    assert ax.get_ylabel() == "query i"
-    assert ax.get_xlabel() == "key j"
-
-
-def test_mask_picture_refuses_a_non_boolean_mask():
-    with pytest.raises(TypeError, match="True = blocked"):
-        mask_picture(np.triu(np.ones((3, 3)), 1))
-
-
-def test_mask_picture_refuses_a_mask_that_is_not_2d():
-    with pytest.raises(ValueError, match="2-D"):
-        mask_picture(np.zeros((1, 3, 3), dtype=bool))
 
 
 # -- convex_hull_2d -------------------------------------------------------------

@@ -160,6 +160,19 @@ def test_mask_grid_draws_blocked_as_one():
     matplotlib.pyplot.close(ax.figure)
 
 
+def test_mask_grid_with_bool_labels_writes_true_in_blocked_cells():
+    ax, _ = plot.mask_grid(masks.causal_mask(3), labels="bool")
+    texts = {(t.get_position()[1], t.get_position()[0]): t.get_text() for t in ax.texts}
+    assert texts[(0, 1)] == "True"  # query 0 may not read key 1
+    assert texts[(1, 0)] == "False"
+    assert len(texts) == 9
+
+
+def test_mask_grid_puts_queries_down_and_keys_across():
+    ax, _ = plot.mask_grid(masks.causal_mask(2))
+    assert (ax.get_ylabel(), ax.get_xlabel()) == ("query i", "key j")
+
+
 def test_mask_grid_refuses_a_non_boolean_mask():
     with pytest.raises(TypeError, match=r"boolean mask \(True = blocked\)"):
         plot.mask_grid(np.zeros((2, 2)))

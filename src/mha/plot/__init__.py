@@ -16,7 +16,7 @@ from .curves import (
     weight_bars,
 )
 from .hull import convex_hull_2d, hull_picture
-from .matrices import gradient_heatmaps, heatmap, mask_grid, mask_picture, scores_to_weights
+from .matrices import gradient_heatmaps, heatmap, mask_grid, scores_to_weights
 
 __all__ = [
     "convex_hull_2d",
@@ -25,7 +25,6 @@ __all__ = [
     "hull_picture",
     "jacobian_norm_vs_scale",
     "mask_grid",
-    "mask_picture",
     "naive_vs_stable",
     "score_slopes",
     "scores_to_weights",

@@ -45,37 +45,6 @@ def _label_color(image, value) -> str:
     return "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
 
 
-def mask_picture(mask, ax=None, *, title=None, row_label="query i", col_label="key j"):
-    """Draw a boolean mask in the package convention (**True = blocked**).
-
-    ``mask (Tq, Tk)`` bool. Blocked cells are dark and read ``True``;
-    allowed cells are light and read ``False``. Rows are queries (down),
-    columns keys (across). Returns ``(ax, image)``; ``image.get_array()``
-    is the mask as 1 (blocked) / 0 (allowed). Refuses a non-boolean or
-    non-2-D mask: a 0/1 or additive mask must be converted explicitly first.
-    """
-    m = np.asarray(mask)
-    if m.dtype != bool:
-        raise TypeError(f"mask_picture draws boolean masks (True = blocked); got dtype {m.dtype}.")
-    if m.ndim != 2:
-        raise ValueError(f"mask_picture needs a 2-D (Tq, Tk) mask; got shape {m.shape}.")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(0.6 * m.shape[1] + 1.8, 0.5 * m.shape[0] + 1.2))
-    image = ax.imshow(m.astype(float), cmap="Greys", vmin=-0.3, vmax=1.3, aspect="auto")
-    for (i, j), blocked in np.ndenumerate(m):
-        ax.text(j, i, str(bool(blocked)), ha="center", va="center", fontsize=8,
-                color="white" if blocked else "black")
-    ax.set_xlabel(col_label)
-    ax.set_ylabel(row_label)
-    ax.set_xticks(range(m.shape[1]))
-    ax.set_yticks(range(m.shape[0]))
-    ax.xaxis.set_label_position("top")
-    ax.xaxis.tick_top()
-    if title:
-        ax.set_title(title, fontsize=10, pad=28)
-    return ax, image
-
-
 def mask_grid(mask, ax=None, *, title=None, labels="additive", row_label="query i",
               col_label="key j", row_ticks=None, col_ticks=None):
     """Draw a boolean mask (package convention, True = blocked) as a grid.

@@ -1,0 +1,255 @@
+"""JupyterLab in headless Chromium, the way a learner meets the lessons.
+
+One JupyterLab server per test session, serving a temporary copy of
+notebooks/ (the committed notebooks are never touched), with its own Jupyter
+config, runtime, settings and workspace folders and the two settings that
+stop blocking dialogs (kernel picker, news toast). Debian's Chromium
+(/usr/bin/chromium) is driven by Playwright for Python; the browser is never
+downloaded. Every request a page makes is recorded so tests can assert that
+nothing leaves 127.0.0.1.
+
+Without /usr/bin/chromium or the playwright package these tests are skipped
+(.ci/run installs Chromium when it runs as root).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+]
+SETTINGS = {
+    # Start the notebook's kernel without the "Select Kernel" dialog.
+    # Every cell attached to the DOM, so prompts and outputs can be read for all of them.
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {
+        "autoStartDefaultKernel": True, "windowingMode": "none"},
+    # No news toast and no update check (both would reach outside 127.0.0.1).
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false", "checkForUpdates": False},
+}
+SERVER_START_SECONDS = 60
+
+
+def _skip_reason() -> str | None:
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is missing (apt-get install chromium; .ci/run does it as root)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is missing (pip install -e '.[test]')"
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    reason = _skip_reason()
+    if reason:
+        for item in items:
+            if "browser" in item.keywords:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _status(url: str) -> int | None:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return None
+
+
+class Lab:
+    """A running JupyterLab server: its base URL, token and served folder."""
+
+    def __init__(self, base: str, token: str, root: Path):
+        self.base, self.token, self.root = base, token, root
+
+    def url(self, notebook: str) -> str:
+        """``notebook`` in a fresh, empty workspace (nothing restored from earlier tests)."""
+        workspace = "test-" + secrets.token_hex(4)
+        return (f"{self.base}/lab/workspaces/{workspace}/tree/{urllib.parse.quote(notebook)}"
+                f"?token={self.token}")
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory):
+    """JupyterLab on 127.0.0.1 serving a temporary copy of notebooks/."""
+    tmp = tmp_path_factory.mktemp("jupyterlab")
+    root = tmp / "notebooks"
+    shutil.copytree(ROOT / "notebooks", root,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+    settings = tmp / "user-settings"
+    for name, values in SETTINGS.items():
+        path = settings / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    env = dict(os.environ)
+    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
+        (tmp / name).mkdir()
+        env[name] = str(tmp / name)
+    env["MPLBACKEND"] = "agg"
+    port, token = _free_port(), secrets.token_hex(24)
+    args = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
+        f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}", f"--LabApp.user_settings_dir={settings}",
+        f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.news_url=None",
+    ]
+    if os.geteuid() == 0:
+        args.append("--allow-root")
+    log_path = tmp / "jupyterlab.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(args, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_SECONDS
+        while _status(f"{base}/api/status?token={token}") != 200:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"JupyterLab did not start (exit code {proc.poll()}):\n"
+                            + log_path.read_text()[-3000:])
+            time.sleep(0.25)
+        yield Lab(base, token, root)
+    finally:
+        if proc.poll() is None:
+            request = urllib.request.Request(f"{base}/api/shutdown?token={token}", method="POST")
+            try:
+                urllib.request.urlopen(request, timeout=10).close()
+                proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                    args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+ALL_PROMPTS_NUMBERED = r"""() => {
+    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
+    return prompts.length > 0 && prompts.every(p => /^\[\d+\]:$/.test(p.textContent.trim()));
+}"""
+NO_PROMPT_NUMBERED = r"""() => {
+    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
+    return prompts.length > 0 && prompts.every(p => !/\d/.test(p.textContent));
+}"""
+
+
+class RecordedPage:
+    """A Playwright page plus every URL it requested (HTTP and WebSocket),
+    with the few JupyterLab steps the tests need."""
+
+    def __init__(self, page):
+        self.page = page
+        self.requests: list[str] = []
+        page.on("request", lambda request: self.requests.append(request.url))
+        page.on("websocket", lambda ws: self.requests.append(ws.url))
+
+    def open_notebook(self, lab: Lab, notebook: str) -> None:
+        """Open ``notebook`` in JupyterLab and wait for its kernel to be idle."""
+        self.page.goto(lab.url(notebook))
+        self.page.locator(".jp-NotebookPanel .jp-Notebook").wait_for(state="visible")
+        self.wait_until_idle()
+
+    def wait_until_idle(self, timeout: float = 60_000) -> None:
+        """Kernel idle by both indicators, and no dialog in the way (TOOLING.md)."""
+        from playwright.sync_api import expect
+
+        page = self.page
+        expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(
+            1, timeout=timeout)
+        expect(page.locator(".jp-StatusBar-Widget", has_text="| Idle")).not_to_have_count(
+            0, timeout=timeout)
+        expect(page.locator(".jp-Dialog")).to_have_count(0)
+
+    def menu(self, menu: str, item: str) -> None:
+        """Click ``item`` in the main menu bar's ``menu``."""
+        import re
+
+        self.page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
+        self.page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{item}$")).click()
+
+    def clear_and_run_all(self, timeout: float = 90_000) -> None:
+        """Clear every stored output, run all cells, wait until all ran and the kernel is idle."""
+        self.menu("Edit", "Clear Outputs of All Cells")
+        self.page.wait_for_function(NO_PROMPT_NUMBERED, timeout=10_000)
+        self.menu("Run", "Run All Cells")
+        try:
+            self.page.wait_for_function(ALL_PROMPTS_NUMBERED, timeout=timeout, polling=250)
+        except Exception as error:
+            raise AssertionError(f"not every code cell ran: prompts {self.prompts()}") from error
+        self.wait_until_idle(timeout)
+
+    def prompts(self) -> list[str]:
+        """The input prompts of all code cells, e.g. ['[1]:', '[*]:', '[ ]:']."""
+        return self.page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").all_inner_texts()
+
+    def outside_requests(self) -> list[str]:
+        """Requested URLs whose host is not 127.0.0.1 (data: URLs carry no host)."""
+        outside = []
+        for url in self.requests:
+            parts = urllib.parse.urlsplit(url)
+            if parts.scheme == "data":
+                continue
+            if parts.scheme == "blob":  # blob:http://127.0.0.1:P/uuid
+                parts = urllib.parse.urlsplit(url[len("blob:"):])
+            if parts.hostname != "127.0.0.1":
+                outside.append(url)
+        return outside
+
+
+@contextlib.contextmanager
+def recorded_page(browser):
+    """A fresh browser context (no shared cookies or storage) with one recorded page."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(30_000)
+    try:
+        yield RecordedPage(context.new_page())
+    finally:
+        context.close()
+
+
+@pytest.fixture(scope="session")
+def open_recorded_page(chromium):
+    """For module-scoped fixtures: ``with open_recorded_page() as page: ...``."""
+    return lambda: recorded_page(chromium)
+
+
+@pytest.fixture
+def lab_page(chromium, lab_server):
+    with recorded_page(chromium) as page:
+        yield page
