@@ -38,7 +38,7 @@ lab: $(STAMP)
 	    --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) $(LAB_ARGS)
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests tools
+	$(BIN)/ruff check src tests tools benchmarks
 	$(BIN)/python -m pytest tests notebooks --nbval \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=120 $(PYTEST_ARGS)
 
@@ -46,7 +46,7 @@ notebooks: $(STAMP)
 	$(BIN)/python tools/execute_notebooks.py
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests tools
+	$(BIN)/ruff check src tests tools benchmarks
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache
