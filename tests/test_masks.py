@@ -316,6 +316,19 @@ def test_sdpa_gives_zeros_not_an_error_for_a_fully_masked_row():
     assert torch.all(out[0, 1] == 0)
 
 
+def test_nn_multiheadattention_gives_nan_or_zeros_for_a_fully_masked_row_by_need_weights():
+    """Lesson 04 section 7: NaN when the layer computes the weights itself, zeros when
+    need_weights=False sends it through SDPA; neither raises (torch 2.13, CPU)."""
+    x = torch.randn(1, 3, 4)
+    blocked = torch.tensor([[False, True, True], [False, False, True], [True, True, True]])
+    layer = torch.nn.MultiheadAttention(4, 1, batch_first=True)
+    with_weights, _ = layer(x, x, x, attn_mask=blocked)
+    without, _ = layer(x, x, x, attn_mask=blocked, need_weights=False)
+    assert torch.all(torch.isnan(with_weights[0, 2]))
+    assert torch.all(without[0, 2] == 0)
+    assert not torch.isnan(with_weights[0, :2]).any()
+
+
 # -- to_additive / from_additive --------------------------------------------
 
 
@@ -389,7 +402,7 @@ def test_from_additive_refuses_a_boolean_tensor():
 
 
 def test_check_mask_refuses_a_fully_masked_row_naming_the_query():
-    with pytest.raises(ValueError, match=r"fully masked row: .* query at index \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"fully masked row.*query 1 of batch/head index \(0,\)"):
         masks.check_mask(np.array([[[False, True], [True, True]]]), (1, 2, 2))
 
 

@@ -8,12 +8,18 @@ result of one clean top-to-bottom run a learner can trust.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# A decimal number in prose; integers are too common to check.
+DECIMAL = re.compile(
+    r"(?<![\w.])-?\d+\.\d+(?:e-?\d+)?(?![\w.])"  # 0.881, -0.125, 1.1e-7
+    r"|(?<![\w.])\d+(?:\.\d+)?e-?\d+(?!\w)"  # 1e-5
+)
 
 
 def _lessons():
@@ -88,3 +94,52 @@ def test_no_lesson_imports_another(path, nb):
     for cell in code_cells(nb):
         src = "".join(cell["source"])
         assert "%run" not in src and "import_notebook" not in src, path.name
+
+
+def _is_backed(number: str, computed_text: str, computed_values: list[float]) -> bool:
+    """A prose number is backed when it stands in the computed text as a whole
+    token ("1.8" in "1.8e+308", not "0.75" in "0.7511"), or equals a computed
+    number rounded to the prose's precision ("0.804" for 0.80399)."""
+    if re.search(r"(?<![\d.])" + re.escape(number) + r"(?!\d)", computed_text):
+        return True
+    mantissa, _, exponent = number.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    tolerance = 0.5 * 10.0 ** (-decimals + (int(exponent) if exponent else 0))
+    value = float(number)
+    return any(abs(x - value) <= tolerance * (1 + 1e-9) for x in computed_values)
+
+
+@pytest.mark.parametrize(("path", "nb"), lessons())
+def test_every_decimal_in_the_prose_is_computed_by_a_cell(path, nb):
+    """Each decimal number the text states is computed by a cell of the same notebook."""
+    computed = "\n".join(
+        "".join(c["source"]) + "".join(
+            "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/plain", ""))
+            for o in c.get("outputs", []))
+        for c in code_cells(nb))
+    values = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", computed)]
+    prose = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    missing = sorted({n for n in DECIMAL.findall(prose) if not _is_backed(n, computed, values)})
+    assert not missing, f"{path.name}: the prose states {missing} but no cell computes them"
+
+
+@pytest.mark.parametrize(("number", "text"), [
+    ("0.75", "weights [0.75 0.25]"),
+    ("1.8", "largest float64: 1.8e+308"),
+    ("0.804", "0.80399"),
+    ("1.1e-7", "1.1254e-07"),
+])
+def test_a_prose_number_is_backed_by_the_same_number_computed(number, text):
+    values = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text)]
+    assert _is_backed(number, text, values)
+
+
+@pytest.mark.parametrize(("number", "text"), [
+    ("0.75", "0.7561"),  # starts the same way, rounds to 0.76
+    ("0.1", "0.16 0.2"),
+    ("0.881", "0.879"),
+    ("1.1e-7", "1.1e-06"),
+])
+def test_a_prose_number_is_not_backed_by_a_different_number(number, text):
+    values = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text)]
+    assert not _is_backed(number, text, values)

@@ -1,4 +1,7 @@
-"""Pictures of lessons 00-01: the mask grid, and values with their convex hull."""
+"""Lesson 01's picture: values with their convex hull, and the read-outs on top.
+
+The mask grid of lesson 00 is tested with the mask widgets (test_widgets_masks.py).
+"""
 
 from __future__ import annotations
 

@@ -487,7 +487,7 @@ def test_attention_refuses_a_mask_that_does_not_broadcast():
 
 def test_attention_refuses_a_mask_that_blocks_a_whole_row():
     mask = np.array([[False, True, True], [True, True, True]])
-    with pytest.raises(ValueError, match=r"fully masked row.*query at index \(1,\)"):
+    with pytest.raises(ValueError, match=r"fully masked row.*for query 1 \(index \(1,\)\)"):
         mha.attention(Q, K, V, mask=mask)
 
 

@@ -50,13 +50,13 @@ def test_variance_sample_keeps_the_widths_in_order():
     assert sample.d_k.tolist() == [32, 4, 8]
 
 
-@pytest.mark.parametrize("bad", [0, -4, 2.5, True])
+@pytest.mark.parametrize("bad", [0, -4, 2.5, True, float("nan"), float("inf"), "4"])
 def test_variance_refuses_a_width_that_is_not_a_positive_integer(bad):
     with pytest.raises(ValueError, match="positive integer"):
         dot_product_variance([4, bad], 10, np.random.default_rng(0))
 
 
-@pytest.mark.parametrize("bad", [1, 0, 2.5])
+@pytest.mark.parametrize("bad", [1, 0, 2.5, True, "10", float("nan"), float("inf")])
 def test_variance_refuses_fewer_than_two_pairs(bad):
     with pytest.raises(ValueError, match="n_pairs"):
         dot_product_variance([4], bad, np.random.default_rng(0))
@@ -144,9 +144,10 @@ def test_fixed_score_vector_has_mean_zero_and_unit_variance():
     assert z.var() == pytest.approx(1.0)
 
 
-def test_fixed_score_vector_refuses_fewer_than_two_keys():
+@pytest.mark.parametrize("bad", [1, 2.5, True, "8", float("nan")])
+def test_fixed_score_vector_refuses_fewer_than_two_keys(bad):
     with pytest.raises(ValueError, match="n_keys"):
-        unit_variance_scores(1)
+        unit_variance_scores(bad)
 
 
 Z = np.array([1.2, -0.4, 0.6, -1.4])

@@ -99,6 +99,12 @@ def test_moving_the_slider_redraws_the_image(explorer):
     assert len(explorer.redraw_seconds) == 2
 
 
+def test_picture_is_large_enough_to_read(explorer):
+    png = bytes(explorer.image.value)
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert (width, height) == (400, 400)
+
+
 def test_summary_states_weights_and_readout(explorer):
     assert explorer.summary() == "WeightedSumExplorer: weights [0.75, 0.25] read out [1.50, 1.00]"
 

@@ -151,13 +151,16 @@ def check_mask(mask, scores_shape: tuple[int, ...]) -> np.ndarray:
         raise ValueError(
             f"mask of shape {np.shape(mask)} does not broadcast to the scores' shape "
             f"{tuple(scores_shape)} (..., Tq, Tk). A (B, Tk) padding mask needs "
-            "reshaping to (B, 1, 1, Tk): see mha.masks.padding_mask."
+            "reshaping to (B, 1, 1, Tk): mha.masks.key_padding_to_4d(mask) does it, "
+            "and mha.masks.padding_mask builds one from lengths."
         ) from None
     fully = np.all(m, axis=-1)
     if np.any(fully):
+        where = first_index(fully)
+        lead = f" of batch/head index {where[:-1]}" if len(where) > 1 else ""
         raise ValueError(
-            f"fully masked row: the mask blocks every key for the query at index "
-            f"{first_index(fully)}; each query needs at least one allowed key "
+            f"fully masked row: the mask blocks every key for query {where[-1]}{lead} "
+            f"(index {where}); each query needs at least one allowed key "
             "(softmax would divide 0 by 0 and return NaN)."
         )
     return m

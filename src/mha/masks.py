@@ -11,7 +11,9 @@ function here (:func:`to_sdpa`, :func:`from_sdpa`, :func:`to_additive`,
 The outbound crossings (:func:`to_sdpa`, :func:`to_additive`) refuse a mask
 that blocks every key of some query: on the other side of the boundary such a
 row does not raise, it silently becomes NaN (``torch.softmax``,
-``nn.MultiheadAttention``) or a row of zeros (SDPA in torch 2.13 on CPU).
+``nn.MultiheadAttention`` with ``need_weights=True``) or a row of zeros (SDPA,
+and ``nn.MultiheadAttention`` with ``need_weights=False``, which calls SDPA),
+as observed with torch 2.13 on CPU; ``tests/test_masks.py`` pins both.
 
 The functions take NumPy arrays (or anything ``np.asarray`` accepts) and torch
 tensors; a torch tensor in gives a torch tensor out.

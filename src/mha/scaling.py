@@ -42,9 +42,15 @@ class VarianceSample(NamedTuple):
     scaled: np.ndarray  # (W,) variance of q . k / sqrt(d_k)
 
 
+def _is_whole(n) -> bool:
+    """True for a real, finite, integral number that is not a bool (4, 4.0, np.int64(4))."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, float, np.integer, np.floating)):
+        return False
+    return bool(np.isfinite(n)) and int(n) == n
+
+
 def _check_width(d_k) -> int:
-    if isinstance(d_k, (bool, np.bool_)) or not isinstance(d_k, (int, float, np.number)) \
-            or int(d_k) != d_k or d_k < 1:
+    if not _is_whole(d_k) or d_k < 1:
         raise ValueError(f"the head width d_k must be a positive integer; got {d_k!r}.")
     return int(d_k)
 
@@ -61,7 +67,7 @@ def dot_product_variance(d_ks, n_pairs: int, rng: np.random.Generator) -> Varian
     variance needs at least two samples).
     """
     widths = [_check_width(d) for d in np.atleast_1d(np.asarray(d_ks, dtype=object))]
-    if isinstance(n_pairs, bool) or int(n_pairs) != n_pairs or n_pairs < 2:
+    if not _is_whole(n_pairs) or n_pairs < 2:
         raise ValueError(
             f"n_pairs must be an integer >= 2 to estimate a variance; got {n_pairs!r}.")
     raw, scaled = [], []
@@ -113,7 +119,7 @@ def unit_variance_scores(n_keys: int = 8, seed: int = 0) -> np.ndarray:
 
     Refuses ``n_keys`` below 2 (one key has no variance to rescale).
     """
-    if isinstance(n_keys, (bool, np.bool_)) or int(n_keys) != n_keys or n_keys < 2:
+    if not _is_whole(n_keys) or n_keys < 2:
         raise ValueError(f"n_keys must be an integer >= 2; got {n_keys!r}.")
     z = np.random.default_rng(seed).standard_normal(int(n_keys))
     return (z - z.mean()) / z.std()

@@ -163,7 +163,7 @@ def jacobian_norm_vs_scale(scales, norms, ax=None, *, marks=None, title=None):
         artists[label] = ax.plot([c], [y], "o", ms=8, label=f"{label}: {y:.2g}")[0]
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("score scale c  (scores = c * z; temperature T = 1 / c)")
+    ax.set_xlabel("score scale c  (scores = c * z; temperature = 1 / c)")
     ax.set_ylabel("norm of softmax Jacobian")
     if marks:
         ax.legend(fontsize=8, loc="lower left")
