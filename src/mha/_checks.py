@@ -121,13 +121,23 @@ def check_probs(p: np.ndarray, name: str = "probs", axis: int = -1) -> None:
         )
 
 
-def mask_dtype_hint(m: np.ndarray) -> str:
-    """How to turn a non-boolean mask into the package's convention, explicitly."""
-    if m.dtype.kind in "iu" or (m.dtype.kind == "f" and np.all((m == 0) | (m == 1))):
+def mask_dtype_hint(m) -> str:
+    """How to turn a non-boolean mask into the package's convention, explicitly.
+
+    ``m`` is a NumPy array or a torch tensor; one wording serves both.
+    """
+    floating = str(m.dtype).startswith("torch.float") or getattr(m.dtype, "kind", "") == "f"
+    integer = getattr(m.dtype, "kind", "") in "iu" if not str(m.dtype).startswith("torch") else (
+        not floating and not m.dtype.is_complex)
+    # Floats holding only 0 and 1 (with at least one 1) read as a 0/1 mask; any other
+    # float mask, all-zero included, reads as additive (0 allowed, -inf blocked).
+    zero_one = floating and bool(((m == 0) | (m == 1)).all()) and bool((m == 1).any())
+    if integer or zero_one:
         return (" For a 0/1 mask, say which value blocks: `mask == 1` if 1 means blocked, "
                 "`mask == 0` if 1 means allowed.")
-    if m.dtype.kind == "f":
-        return " For an additive mask (0 / -inf) use mha.masks.from_additive(mask)."
+    if floating:
+        return (" For an additive mask (0 / -inf) use mha.masks.from_additive(mask), "
+                "which takes NumPy arrays and torch tensors.")
     return ""
 
 

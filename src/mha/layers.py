@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import masks
+from ._checks import mask_dtype_hint
 
 __all__ = ["MultiHeadAttention", "check_torch_mask"]
 
@@ -45,14 +46,13 @@ def check_torch_mask(mask, shape: tuple[int, ...], name: str = "mask", device=No
     """
     if isinstance(mask, np.ndarray):
         if mask.dtype != bool:
-            raise _non_bool_error(name, mask.dtype, mask.dtype.kind)
+            raise _non_bool_error(name, mask)
         mask = torch.from_numpy(np.ascontiguousarray(mask))
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"{name} must be a bool tensor or array (True = blocked); "
                         f"got {type(mask).__name__}.")
     if mask.dtype != torch.bool:
-        kind = "f" if mask.dtype.is_floating_point else "i"
-        raise _non_bool_error(name, mask.dtype, kind)
+        raise _non_bool_error(name, mask)
     mask = mask.to(device) if device is not None else mask
     try:
         fits = torch.broadcast_shapes(mask.shape, shape) == torch.Size(shape)
@@ -75,16 +75,9 @@ def check_torch_mask(mask, shape: tuple[int, ...], name: str = "mask", device=No
     return mask
 
 
-def _non_bool_error(name, dtype, kind) -> TypeError:
-    hint = " If it is SDPA-style (True = allowed), convert it with mha.masks.from_sdpa(mask)."
-    if kind in "iu":
-        hint = (" For a 0/1 mask, say which value blocks: `mask == 1` if 1 means blocked, "
-                "`mask == 0` if 1 means allowed.")
-    elif kind == "f":
-        hint = (" For an additive mask (0 / -inf) use mha.masks.from_additive(mask) "
-                "(NumPy) or `mask == float('-inf')`.")
+def _non_bool_error(name, mask) -> TypeError:
     return TypeError(f"{name} must be boolean with True = blocked (the package convention); "
-                     f"got dtype {dtype}.{hint}")
+                     f"got dtype {mask.dtype}.{mask_dtype_hint(mask)}")
 
 
 class MultiHeadAttention(nn.Module):
