@@ -194,7 +194,7 @@ def test_refuses_a_boolean_d_out():
 
 def test_refuses_q_and_k_of_different_widths():
     rng = np.random.default_rng(17)
-    with pytest.raises(ValueError, match="dk"):
+    with pytest.raises(ValueError, match="feature width d_k"):
         mha.attention_backward(rng.standard_normal((2, 3)), rng.standard_normal((2, 4)),
                                rng.standard_normal((2, 4)), np.ones((2, 4)))
 

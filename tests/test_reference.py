@@ -353,7 +353,7 @@ V = np.ones((3, 5))
 
 
 def test_scores_refuse_q_and_k_of_different_width():
-    with pytest.raises(ValueError, match=r"share the feature width dk.*dk=4.*dk=3"):
+    with pytest.raises(ValueError, match=r"share the feature width d_k.*d_k=4.*d_k=3"):
         mha.scores(Q, np.ones((3, 3)))
 
 
@@ -417,7 +417,7 @@ def test_attention_refuses_int64_input_not_exactly_representable():
 
 
 def test_scores_refuse_zero_features():
-    with pytest.raises(ValueError, match=r"no features \(dk=0"):
+    with pytest.raises(ValueError, match=r"no features \(d_k=0"):
         mha.scores(np.ones((2, 0)), np.ones((3, 0)))
 
 

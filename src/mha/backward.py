@@ -59,8 +59,8 @@ def softmax_backward(probs, upstream, axis: int = -1) -> np.ndarray:
 class AttentionGrads(NamedTuple):
     """Gradients of a loss through :func:`attention`, one per stage."""
 
-    dq: np.ndarray  # (..., Tq, dk)
-    dk: np.ndarray  # (..., Tk, dk)
+    dq: np.ndarray  # (..., Tq, d_k)
+    dk: np.ndarray  # (..., Tk, d_k)
     dv: np.ndarray  # (..., Tk, dv)
     d_weights: np.ndarray  # dL/dA, (..., Tq, Tk)
     d_scores: np.ndarray  # dL/dS, (..., Tq, Tk), S already scaled and masked
@@ -75,8 +75,8 @@ def attention_backward(q, k, v, d_out, mask=None, scale: float | None = None) ->
     * ``dV = A^T G``                                 ``(..., Tk, dv)``
     * ``dA = G V^T``                                 ``(..., Tq, Tk)``
     * ``dS = A * (dA - rowsum(A * dA))``             softmax backward, row by row
-    * ``dQ = dS K * scale``                          ``(..., Tq, dk)``
-    * ``dK = dS^T Q * scale``                        ``(..., Tk, dk)``
+    * ``dQ = dS K * scale``                          ``(..., Tq, d_k)``
+    * ``dK = dS^T Q * scale``                        ``(..., Tk, d_k)``
 
     Shapes and ``mask`` / ``scale`` as in :func:`attention`; ``d_out`` has the
     output's shape ``(..., Tq, dv)``, leading dims already broadcast. A blocked
@@ -106,8 +106,8 @@ def attention_backward(q, k, v, d_out, mask=None, scale: float | None = None) ->
     d_v = np.swapaxes(a, -1, -2) @ g  # (..., Tk, dv)
     d_a = g @ np.swapaxes(v, -1, -2)  # (..., Tq, Tk)
     d_s = softmax_backward(a, d_a, axis=-1)  # (..., Tq, Tk), 0 where blocked
-    d_q = (d_s @ k) * scale  # (..., Tq, dk)
-    d_k = (np.swapaxes(d_s, -1, -2) @ q) * scale  # (..., Tk, dk)
+    d_q = (d_s @ k) * scale  # (..., Tq, d_k)
+    d_k = (np.swapaxes(d_s, -1, -2) @ q) * scale  # (..., Tk, d_k)
     return AttentionGrads(
         _unbroadcast(d_q, q.shape), _unbroadcast(d_k, k.shape), _unbroadcast(d_v, v.shape),
         d_a, d_s,

@@ -7,7 +7,7 @@ against these functions, so they favour clarity and loud refusals over speed.
 
 Conventions used throughout:
 
-* shapes are written ``(..., Tq, dk)``: any leading batch/head dims, then
+* shapes are written ``(..., Tq, d_k)``: any leading batch/head dims, then
   positions, then features;
 * a boolean ``mask`` means **True = blocked** (the key may not be read);
 * dtype rule: inputs compute in ``np.result_type(x, np.float32)``, and the
@@ -114,7 +114,7 @@ def _check_scale(scale, dtype) -> np.ndarray:
         raise DTypeError(f"scale must be a real number; got {scale!r} (dtype {s.dtype}).")
     if not np.isfinite(s) or s < 0:
         raise ValueError(
-            f"scale must be a finite number >= 0 (the default is 1/sqrt(dk)); got {scale!r}. "
+            f"scale must be a finite number >= 0 (the default is 1/sqrt(d_k)); got {scale!r}. "
             "A negative scale would turn the preferences upside down."
         )
     return s.astype(dtype)
@@ -123,18 +123,18 @@ def _check_scale(scale, dtype) -> np.ndarray:
 def scores(q, k, scale: float | None = None) -> np.ndarray:
     """Scaled dot products ``S = q k^T * scale``.
 
-    Shapes: ``q (..., Tq, dk)``, ``k (..., Tk, dk)`` -> ``(..., Tq, Tk)``, the
+    Shapes: ``q (..., Tq, d_k)``, ``k (..., Tk, d_k)`` -> ``(..., Tq, Tk)``, the
     leading dims broadcast. Row ``i`` is the query at ``i``, column ``j`` the
     key at ``j``.
 
-    ``scale`` defaults to ``1 / sqrt(dk)`` with ``dk = q.shape[-1]``, the head
+    ``scale`` defaults to ``1 / sqrt(d_k)`` with ``d_k = q.shape[-1]``, the head
     width (not ``d_model``); pass ``scale=1.0`` for raw dot products.
 
     Dtype rule: ``np.result_type(q, k, float32)``.
 
     Refuses (as :func:`attention`): non-real dtypes (``DTypeError``), fewer
-    than 2 dims, NaN or inf, integers not exactly representable, ``dk`` that
-    differs between q and k, ``dk = 0``, ``Tk = 0``, leading dims that do not
+    than 2 dims, NaN or inf, integers not exactly representable, ``d_k`` that
+    differs between q and k, ``d_k = 0``, ``Tk = 0``, leading dims that do not
     broadcast, a ``scale`` that is not a finite number ``>= 0``, and scores that
     overflow the dtype (inputs too large for, say, float32).
     """
@@ -156,7 +156,7 @@ def scores(q, k, scale: float | None = None) -> np.ndarray:
 def attention(q, k, v, mask=None, scale: float | None = None):
     """Scaled dot-product attention: ``softmax(q k^T * scale, blocked -> -inf) v``.
 
-    Shapes: ``q (..., Tq, dk)``, ``k (..., Tk, dk)``, ``v (..., Tk, dv)``;
+    Shapes: ``q (..., Tq, d_k)``, ``k (..., Tk, d_k)``, ``v (..., Tk, dv)``;
     the leading dims broadcast, e.g. ``(B, H)``. ``mask`` is boolean with
     **True = blocked**, broadcastable to ``(..., Tq, Tk)``; blocked scores
     become ``-inf`` *before* the softmax, so blocked keys get weight exactly 0
@@ -172,7 +172,7 @@ def attention(q, k, v, mask=None, scale: float | None = None):
     ``TypeError``; an int or float mask gets a message naming the convention
     and the explicit conversion), and with ``ValueError`` naming the problem:
     fewer than 2 dims, NaN or inf, integers not exactly representable,
-    mismatched ``dk`` between q and k, ``dk = 0``, mismatched ``Tk`` between k
+    mismatched ``d_k`` between q and k, ``d_k = 0``, mismatched ``Tk`` between k
     and v, ``Tk = 0``, leading dims that do not broadcast, a bad ``scale``,
     overflowing scores, a mask that does not broadcast, and a mask that blocks
     every key of a row.
@@ -192,12 +192,12 @@ def _check_qkv(q, k, v):
     k = as_float_array(k, "k", min_ndim=2)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
-            f"q and k must share the feature width dk: q has shape {q.shape} (dk={q.shape[-1]}), "
-            f"k has shape {k.shape} (dk={k.shape[-1]})."
+            f"q and k must share the feature width d_k: q has shape {q.shape} (d_k={q.shape[-1]}), "
+            f"k has shape {k.shape} (d_k={k.shape[-1]})."
         )
     if q.shape[-1] == 0:
         raise ValueError(
-            f"q and k have no features (dk=0, shapes {q.shape} and {k.shape}); "
+            f"q and k have no features (d_k=0, shapes {q.shape} and {k.shape}); "
             "a dot product needs at least one."
         )
     if k.shape[-2] == 0:
