@@ -167,6 +167,38 @@ NO_PROMPT_NUMBERED = r"""() => {
     const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
     return prompts.length > 0 && prompts.every(p => !/\d/.test(p.textContent));
 }"""
+# Run All has ended: every prompt numbered, or (after an error, which makes the kernel drop the
+# queued cells) a stderr output exists and no cell is still queued or running ("[*]:"). Error
+# tracebacks render as data-mime-type application/vnd.jupyter.stderr too, like warnings.
+STDERR_OUTPUTS = (".jp-Notebook .jp-OutputArea-output"
+                  "[data-mime-type='application/vnd.jupyter.stderr']")
+RUN_ALL_ENDED = r"""(stderrSelector) => {
+    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+        .map(p => p.textContent.trim());
+    if (prompts.length > 0 && prompts.every(p => /^\[\d+\]:$/.test(p))) return true;
+    return document.querySelector(stderrSelector) !== null && !prompts.includes('[*]:');
+}"""
+# SHA-256 of the bytes behind an <img> (an ipywidgets Image shows a blob: URL, new on every
+# value, even for identical bytes): tells "redrawn" apart from "redrawn differently".
+IMAGE_DIGEST = r"""async (img) => {
+    const bytes = await (await fetch(img.src)).arrayBuffer();
+    const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', bytes));
+    return [...digest].map(b => b.toString(16).padStart(2, '0')).join('');
+}"""
+
+
+def poll(condition, timeout: float = 15.0, interval: float = 0.1, message: str = ""):
+    """Call ``condition()`` until it returns something truthy (returned) or ``timeout`` s pass
+    (AssertionError with ``message``, a string or a callable giving one)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:g} s: "
+                                 + (message() if callable(message) else message))
+        time.sleep(interval)
 
 
 class RecordedPage:
@@ -209,10 +241,46 @@ class RecordedPage:
         self.page.wait_for_function(NO_PROMPT_NUMBERED, timeout=10_000)
         self.menu("Run", "Run All Cells")
         try:
-            self.page.wait_for_function(ALL_PROMPTS_NUMBERED, timeout=timeout, polling=250)
+            self.page.wait_for_function(RUN_ALL_ENDED, arg=STDERR_OUTPUTS, timeout=timeout,
+                                        polling=250)
         except Exception as error:
             raise AssertionError(f"not every code cell ran: prompts {self.prompts()}") from error
+        if not self.page.evaluate(ALL_PROMPTS_NUMBERED):
+            errors = "\n".join(self.error_outputs())[-2000:]
+            raise AssertionError(f"Run All stopped early: prompts {self.prompts()}\n{errors}")
         self.wait_until_idle(timeout)
+
+    def error_outputs(self) -> list[str]:
+        """The text of every stderr output (warnings and error tracebacks) in the notebook."""
+        return self.page.locator(STDERR_OUTPUTS).all_inner_texts()
+
+    def widget_errors(self) -> int:
+        """How many widget views failed to render ("Error displaying widget ...")."""
+        return self.page.get_by_text("Error displaying widget").count()
+
+    def widget_output(self, has_selector: str, has_text: str | None = None):
+        """The output areas whose widget contains ``has_selector`` (with ``has_text``), to pick
+        one explorer among the notebook's outputs; callers check there is exactly one."""
+        page = self.page
+        inner = page.locator(has_selector)
+        if has_text is not None:
+            inner = inner.filter(has_text=has_text)
+        return page.locator(".jp-OutputArea-output").filter(has=inner)
+
+    def wait_until(self, condition, timeout: float = 15.0, message="") -> object:
+        """:func:`poll` (for test modules, which cannot import conftest reliably)."""
+        return poll(condition, timeout, message=message)
+
+    def image_digest(self, image) -> str:
+        """SHA-256 (hex) of the bytes an ``<img>`` locator currently shows."""
+        return image.evaluate(IMAGE_DIGEST)
+
+    def wait_for_new_image(self, image, src_before: str, timeout: float = 15.0) -> str:
+        """Wait until ``image``'s src differs from ``src_before`` (the kernel sent a new
+        image); return the new bytes' digest."""
+        poll(lambda: image.get_attribute("src") != src_before, timeout,
+             message="the image was not redrawn (its src did not change)")
+        return self.image_digest(image)
 
     def prompts(self) -> list[str]:
         """The input prompts of all code cells, e.g. ['[1]:', '[*]:', '[ ]:']."""
@@ -247,6 +315,23 @@ def recorded_page(browser):
 def open_recorded_page(chromium):
     """For module-scoped fixtures: ``with open_recorded_page() as page: ...``."""
     return lambda: recorded_page(chromium)
+
+
+@pytest.fixture(scope="session")
+def run_lesson(lab_server, open_recorded_page):
+    """For module-scoped fixtures: ``with run_lesson("03_x.ipynb") as page: ...`` opens the
+    lesson in a fresh recorded page, clears its outputs and runs all cells to idle."""
+
+    @contextlib.contextmanager
+    def run(notebook: str):
+        if not (lab_server.root / notebook).is_file():
+            pytest.fail(f"notebooks/{notebook} is missing")
+        with open_recorded_page() as lab_page:
+            lab_page.open_notebook(lab_server, notebook)
+            lab_page.clear_and_run_all()
+            yield lab_page
+
+    return run
 
 
 @pytest.fixture

@@ -18,13 +18,9 @@ CAPTION = re.compile(r"weights \[(-?[\d.]+), (-?[\d.]+)\] read out \[(-?[\d.]+),
 
 
 @pytest.fixture(scope="module")
-def lesson_01_ran(lab_server, open_recorded_page):
+def lesson_01_ran(run_lesson):
     """Lesson 01 opened, cleared and run once for this module's tests (in order)."""
-    if not (lab_server.root / LESSON).is_file():
-        pytest.fail(f"notebooks/{LESSON} is missing")
-    with open_recorded_page() as lab_page:
-        lab_page.open_notebook(lab_server, LESSON)
-        lab_page.clear_and_run_all()
+    with run_lesson(LESSON) as lab_page:
         yield lab_page
 
 
@@ -42,9 +38,8 @@ def caption_of(box) -> str:
 
 
 def test_run_all_cells_finishes_without_error_output(lesson_01_ran):
-    page = lesson_01_ran.page
-    assert page.locator("[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
-    assert page.get_by_text("Error displaying widget").count() == 0
+    assert lesson_01_ran.error_outputs() == []
+    assert lesson_01_ran.widget_errors() == 0
 
 
 def test_explorer_slider_renders(lesson_01_ran):
