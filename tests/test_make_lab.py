@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -29,6 +28,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from lab_server import stop as stop_lab
 
 ROOT = Path(__file__).resolve().parents[1]
 LESSON_00 = "notebooks/00_start_here.ipynb"
@@ -125,18 +125,7 @@ def lab(tmp_path_factory):
         yield {"port": port, "info": info, "runtime": runtime, "log": log_path, "proc": proc,
                "base": f"http://127.0.0.1:{port}"}
     finally:
-        if proc.poll() is None and info:
-            request = urllib.request.Request(
-                f"http://127.0.0.1:{port}/api/shutdown", method="POST",
-                headers={"Authorization": f"token {info['token']}"})
-            try:
-                urllib.request.urlopen(request, timeout=10).close()
-                proc.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
+        stop_lab(proc, f"http://127.0.0.1:{port}", info.get("token") if info else None)
 
 
 def test_server_info_names_127_0_0_1(lab):

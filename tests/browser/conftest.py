@@ -19,7 +19,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +29,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from lab_server import stop as stop_lab
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -136,16 +136,7 @@ def lab_server(tmp_path_factory):
             time.sleep(0.25)
         yield Lab(base, token, root)
     finally:
-        if proc.poll() is None:
-            request = urllib.request.Request(f"{base}/api/shutdown?token={token}", method="POST")
-            try:
-                urllib.request.urlopen(request, timeout=10).close()
-                proc.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=30)
+        stop_lab(proc, base, token)
 
 
 @pytest.fixture(scope="session")
