@@ -9,9 +9,11 @@ committed is exactly what strict nbval compares. Graded exercise notebooks
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import nbformat
@@ -28,6 +30,21 @@ def shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
+def stable_widget_ids(nb, name: str):
+    """Rename the widget models' random ids to ids derived from the notebook's
+    name and each model's order, so re-executing an unchanged lesson leaves
+    the file unchanged. Ids are 32 hex digits; they appear as state keys, in
+    outputs' widget views and as "IPY_MODEL_<id>" references inside the state."""
+    state = nb.metadata.get("widgets", {}).get(
+        "application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    if not state:
+        return nb
+    text = json.dumps(nb)
+    for index, old in enumerate(state):
+        text = text.replace(old, uuid.uuid5(uuid.NAMESPACE_URL, f"{name}/{index}").hex)
+    return nbformat.from_dict(json.loads(text))
+
+
 def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
     if is_graded(nb):
@@ -41,7 +58,7 @@ def execute(path: Path) -> float:
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     seconds = time.perf_counter() - start
-    nbformat.write(nb, path)
+    nbformat.write(stable_widget_ids(nb, path.name), path)
     print(f"ran    {shown(path)} in {seconds:.1f} s")
     return seconds
 
