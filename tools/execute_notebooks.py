@@ -30,6 +30,24 @@ def shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
+def merge_streams(nb):
+    """Join consecutive stdout (or stderr) outputs of a cell into one: the kernel
+    may flush one print as several messages, which would make the file differ
+    from run to run (nbval joins them the same way before comparing)."""
+    for cell in nb.cells:
+        merged = []
+        for out in cell.get("outputs", []):
+            last = merged[-1] if merged else None
+            if (out.output_type == "stream" and last is not None
+                    and last.output_type == "stream" and last.name == out.name):
+                last.text += out.text
+            else:
+                merged.append(out)
+        if cell.cell_type == "code":
+            cell.outputs = merged
+    return nb
+
+
 def stable_widget_ids(nb, name: str):
     """Rename the widget models' random ids to ids derived from the notebook's
     name and each model's order, so re-executing an unchanged lesson leaves
@@ -58,7 +76,7 @@ def execute(path: Path) -> float:
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     seconds = time.perf_counter() - start
-    nbformat.write(stable_widget_ids(nb, path.name), path)
+    nbformat.write(stable_widget_ids(merge_streams(nb), path.name), path)
     print(f"ran    {shown(path)} in {seconds:.1f} s")
     return seconds
 

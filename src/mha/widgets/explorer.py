@@ -21,7 +21,7 @@ class Explorer:
     figsize)`` after creating the controls.
     """
 
-    dpi = 80
+    dpi = 100  # 100 px per inch: labels stay readable at the image's natural size
 
     def __init__(self, controls, figsize=(6.0, 3.0)):
         self.controls = list(controls)

@@ -39,7 +39,6 @@ class WeightedSumExplorer(Explorer):
     the origin, then ``w2 * v2`` from its tip, ending at the read-out.
     """
 
-    dpi = 100  # 400 px square: the labels stay readable in the notebook
 
     def __init__(self, values=((2.0, 0.0), (0.0, 4.0)), w_first: float = 0.75):
         self.values = np.asarray(values, dtype=float)
