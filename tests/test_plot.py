@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import mha  # noqa: E402
-from mha.plot import gradient_heatmaps, heatmap, score_slopes  # noqa: E402
+from mha.plot import gradient_heatmaps, heatmap, score_slopes, weights_vs_scale  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -114,3 +114,37 @@ def test_score_slopes_curve_is_the_loss_along_one_score():
 def test_score_slopes_refuses_a_gradient_of_another_shape():
     with pytest.raises(ValueError, match="one shape"):
         score_slopes(first_weight, np.zeros(2), np.zeros(3))
+
+
+# -- weights_vs_scale (lesson 03's softmax curve) --------------------------------------
+
+def softmax_curve(n_scales=7):
+    scales = np.geomspace(0.1, 100, n_scales)
+    z = np.array([0.5, -1.0, 1.5])
+    return scales, mha.softmax(scales[:, None] * z)  # (S, 3)
+
+
+def test_weights_vs_scale_draws_one_curve_per_key():
+    scales, weights = softmax_curve()
+    _, lines = weights_vs_scale(scales, weights)
+    assert len(lines) == 3
+    for j, line in enumerate(lines):
+        np.testing.assert_allclose(line.get_ydata(), weights[:, j])
+
+
+def test_weights_vs_scale_draws_the_winning_key_thick():
+    scales, weights = softmax_curve()
+    _, lines = weights_vs_scale(scales, weights)
+    assert lines[2].get_linewidth() > lines[0].get_linewidth()  # z = 1.5 wins at large c
+
+
+def test_weights_vs_scale_refuses_rows_that_are_not_probabilities():
+    scales, weights = softmax_curve()
+    with pytest.raises(ValueError, match="softmax output"):
+        weights_vs_scale(scales, weights * 2)
+
+
+def test_weights_vs_scale_refuses_a_scale_count_that_does_not_match():
+    scales, weights = softmax_curve()
+    with pytest.raises(ValueError, match=r"\(S, n\)"):
+        weights_vs_scale(scales[:-1], weights)

@@ -14,6 +14,7 @@ from .curves import (
     score_slopes,
     variance_vs_width,
     weight_bars,
+    weights_vs_scale,
 )
 from .hull import convex_hull_2d, hull_picture
 from .matrices import gradient_heatmaps, heatmap, mask_grid, scores_to_weights
@@ -30,4 +31,5 @@ __all__ = [
     "scores_to_weights",
     "variance_vs_width",
     "weight_bars",
+    "weights_vs_scale",
 ]

@@ -144,6 +144,38 @@ def weight_bars(rows, ax=None, *, title=None, key_label="key j", ylim=(0.0, 1.0)
     return ax, containers
 
 
+def weights_vs_scale(scales, weights, ax=None, *, title=None):
+    """The softmax curve: each key's weight against the score scale ``c`` (log x).
+
+    ``scales (S,)`` strictly increasing; ``weights (S, n)``, row ``s`` the
+    softmax of ``scales[s] * z``. The key that wins at the largest scale is
+    drawn thick. Returns ``(ax, lines)``, one ``Line2D`` per key, in key order.
+    Refuses shapes that do not match and rows that are not probabilities.
+    """
+    scales, weights = np.asarray(scales, dtype=float), np.asarray(weights, dtype=float)
+    if scales.ndim != 1 or np.any(np.diff(scales) <= 0):
+        raise ValueError("scales must be 1-D and strictly increasing.")
+    if weights.ndim != 2 or weights.shape[0] != scales.size:
+        raise ValueError(f"weights must be (S, n) with S = {scales.size}; got {weights.shape}.")
+    if np.any(weights < 0) or not np.allclose(weights.sum(axis=1), 1.0):
+        raise ValueError("each row of weights must be a softmax output (>= 0, summing to 1).")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 3.0))
+    winner = int(np.argmax(weights[-1]))
+    lines = [ax.plot(scales, weights[:, j], lw=2.5 if j == winner else 1,
+                     color="tab:blue" if j == winner else "0.6",
+                     label=f"key {j} (wins)" if j == winner else None)[0]
+             for j in range(weights.shape[1])]
+    ax.set_xscale("log")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("score scale c  (scores = c * z; temperature = 1 / c)")
+    ax.set_ylabel("softmax weight")
+    ax.legend(fontsize=8, loc="center left")
+    if title:
+        ax.set_title(title, fontsize=10)
+    return ax, lines
+
+
 def jacobian_norm_vs_scale(scales, norms, ax=None, *, marks=None, title=None):
     """Norm of the softmax Jacobian against the score scale ``c`` (log-log).
 
