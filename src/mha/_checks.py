@@ -126,9 +126,11 @@ def mask_dtype_hint(m) -> str:
 
     ``m`` is a NumPy array or a torch tensor; one wording serves both.
     """
-    floating = str(m.dtype).startswith("torch.float") or getattr(m.dtype, "kind", "") == "f"
-    integer = getattr(m.dtype, "kind", "") in "iu" if not str(m.dtype).startswith("torch") else (
-        not floating and not m.dtype.is_complex)
+    if isinstance(m, np.ndarray):
+        floating, integer = m.dtype.kind == "f", m.dtype.kind in "iu"
+    else:  # a torch tensor: ask its dtype, not its name (bfloat16 is floating too)
+        floating = m.dtype.is_floating_point
+        integer = not floating and not m.dtype.is_complex and str(m.dtype) != "torch.bool"
     # Floats holding only 0 and 1 (with at least one 1) read as a 0/1 mask; any other
     # float mask, all-zero included, reads as additive (0 allowed, -inf blocked).
     zero_one = floating and bool(((m == 0) | (m == 1)).all()) and bool((m == 1).any())
