@@ -41,7 +41,8 @@ __all__ = [
 
 # Submodules that pull in heavy libraries load on first attribute access.
 _LAZY = {
-    "layers", "torch_transfer", "plot", "widgets", "checks", "kv_cache", "numerical", "scaling",
+    "layers", "torch_transfer", "plot", "widgets", "checks", "kv_cache", "decoder", "induction",
+    "tiled", "broken", "checkup", "numerical", "scaling",
 }
 
 
