@@ -143,3 +143,51 @@ def test_a_prose_number_is_backed_by_the_same_number_computed(number, text):
 def test_a_prose_number_is_not_backed_by_a_different_number(number, text):
     values = [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text)]
     assert not _is_backed(number, text, values)
+
+
+def _run_each_cell_twice(path: Path, nb: dict) -> None:
+    """Execute ``nb`` in a fresh kernel, each code cell twice before the next,
+    as a learner who presses Shift+Enter on a cell again; raise on the first error."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    notebook = nbformat.reads(json.dumps(nb), as_version=4)  # sources joined into strings
+    client = NotebookClient(notebook, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(path.parent)}})
+    with client.setup_kernel():
+        for index, cell in enumerate(notebook.cells):
+            if cell.cell_type != "code":
+                continue
+            for run in ("first", "second"):
+                try:
+                    client.execute_cell(cell, index)
+                except CellExecutionError as err:
+                    first_line = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
+                    pytest.fail(
+                        f"{path.name} cell {index} ({first_line!r}) fails on its {run} run "
+                        f"in a row: {err.ename}: {err.evalue}", pytrace=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("path", "nb"), lessons())
+def test_every_cell_survives_being_run_twice_in_a_row(path, nb):
+    """A learner re-runs a cell before moving on: no cell may depend on running once
+    (a shared random stream advanced twice, a variable mutated in place)."""
+    _run_each_cell_twice(path, nb)
+
+
+def test_the_run_twice_check_names_the_notebook_and_the_cell_that_breaks(tmp_path):
+    """The check can fail: a cell that consumes what it finds breaks on its second run."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# a lesson"),
+        nbformat.v4.new_code_cell("items = [1, 2]"),
+        nbformat.v4.new_code_cell("first = items.pop(0)\nassert first == 1"),
+    ])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    path = tmp_path / "99_pops.ipynb"
+    with pytest.raises(pytest.fail.Exception, match=r"99_pops\.ipynb cell 2 .*second run"):
+        _run_each_cell_twice(path, json.loads(nbformat.writes(nb)))

@@ -148,3 +148,76 @@ def test_weights_vs_scale_refuses_a_scale_count_that_does_not_match():
     scales, weights = softmax_curve()
     with pytest.raises(ValueError, match=r"\(S, n\)"):
         weights_vs_scale(scales[:-1], weights)
+
+
+def test_weights_vs_scale_on_a_linear_axis_starts_at_scale_zero():
+    scales = np.linspace(0, 6, 13)
+    weights = mha.softmax(scales[:, None] * np.array([0.5, -1.0, 1.5]))
+    ax, _ = weights_vs_scale(scales, weights, log=False)
+    assert ax.get_xscale() == "linear" and ax.get_xlim() == (0.0, 6.0)
+
+
+def test_weights_vs_scale_refuses_scale_zero_on_a_log_axis():
+    scales = np.linspace(0, 6, 13)
+    weights = mha.softmax(scales[:, None] * np.array([0.5, -1.0, 1.5]))
+    with pytest.raises(ValueError, match="log=False"):
+        weights_vs_scale(scales, weights)
+
+
+# -- jacobian_norm_vs_scale (lesson 03's gradient size) ---------------------------------
+
+def test_jacobian_norm_plot_on_linear_axes_starts_at_zero_and_shows_the_peak():
+    from mha.plot import jacobian_norm_vs_scale
+
+    ax, artists = jacobian_norm_vs_scale([0.0, 1.0, 2.0], [0.125, 0.344, 0.2], log=False)
+    assert ax.get_xscale() == ax.get_yscale() == "linear"
+    assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] > 0.344
+    np.testing.assert_allclose(artists["curve"].get_ydata(), [0.125, 0.344, 0.2])
+
+
+def test_jacobian_norm_plot_draws_each_level_as_a_horizontal_line():
+    from mha.plot import jacobian_norm_vs_scale
+
+    _, artists = jacobian_norm_vs_scale([0.0, 1.0], [0.125, 0.3], levels={"1/8": 0.125},
+                                        log=False)
+    np.testing.assert_allclose(artists["1/8"].get_ydata(), [0.125, 0.125])
+
+
+def test_jacobian_norm_plot_keeps_log_axes_for_the_far_range():
+    from mha.plot import jacobian_norm_vs_scale
+
+    ax, _ = jacobian_norm_vs_scale([1.0, 10.0, 100.0], [0.3, 1e-3, 1e-28])
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+
+
+# -- heatmap_row (lesson 04: two pictures of the leak on one scale) -------------------
+
+def test_heatmap_row_puts_every_panel_on_one_colour_scale():
+    from mha.plot import heatmap_row
+
+    drawn = heatmap_row([("a", np.array([[0.0, 0.2]])), ("b", np.array([[0.5, 1.0]]))],
+                        colorbar_label="size")
+    assert [im.get_clim() for im in drawn["images"]] == [(0.0, 1.0), (0.0, 1.0)]
+
+
+def test_heatmap_row_draws_one_colour_bar_with_its_label():
+    from mha.plot import heatmap_row
+
+    drawn = heatmap_row([("a", np.eye(2)), ("b", np.zeros((2, 2)))], colorbar_label="moved by")
+    assert drawn["colorbar"].ax.get_ylabel() == "moved by"
+    assert drawn["colorbar"].mappable.get_clim() == (0.0, 1.0)
+
+
+def test_heatmap_row_scale_ignores_nan_and_takes_given_bounds():
+    from mha.plot import heatmap_row
+
+    drawn = heatmap_row([("a", np.array([[np.nan, 0.4]]))], colorbar_label="w", vmin=0, vmax=1)
+    assert drawn["images"][0].get_clim() == (0.0, 1.0)
+    assert np.ma.is_masked(drawn["images"][0].get_array()[0, 0])
+
+
+def test_heatmap_row_refuses_a_matrix_that_is_not_2d():
+    from mha.plot import heatmap_row
+
+    with pytest.raises(ValueError, match="2-D"):
+        heatmap_row([("a", np.zeros(3))], colorbar_label="w")

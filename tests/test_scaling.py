@@ -13,6 +13,7 @@ from mha.scaling import (
     dot_product_variance,
     jacobian_norm,
     jacobian_norm_curve,
+    sample_head,
     scaling_state,
     scores_at_width,
     unit_variance_scores,
@@ -150,37 +151,88 @@ def test_fixed_score_vector_refuses_fewer_than_two_keys(bad):
         unit_variance_scores(bad)
 
 
-Z = np.array([1.2, -0.4, 0.6, -1.4])
+Q, K = sample_head(n_keys=8, max_width=1024, seed=0)
 
 
-def test_raw_scores_grow_with_sqrt_d_k():
-    np.testing.assert_allclose(scores_at_width(Z, 64, divide=False), 8 * Z)
+def test_sampled_head_is_reproducible_from_the_seed():
+    q, k = sample_head(8, 1024, seed=0)
+    np.testing.assert_array_equal(q, Q)
+    np.testing.assert_array_equal(k, K)
+    assert not np.array_equal(sample_head(8, 1024, seed=1)[0], Q)
 
 
-def test_divided_scores_do_not_depend_on_d_k():
-    for d_k in (4, 64, 1024):
-        np.testing.assert_allclose(scores_at_width(Z, d_k, divide=True), Z, rtol=1e-15)
+def test_sampled_head_has_one_query_and_n_keys_of_the_full_width():
+    assert Q.shape == (1024,) and K.shape == (8, 1024)
+
+
+def test_raw_scores_are_dot_products_of_the_first_d_k_features():
+    np.testing.assert_allclose(scores_at_width(Q, K, 64, divide=False), K[:, :64] @ Q[:64])
+
+
+def test_divided_scores_are_the_raw_scores_over_sqrt_d_k():
+    np.testing.assert_allclose(scores_at_width(Q, K, 256, divide=True),
+                               scores_at_width(Q, K, 256, divide=False) / 16)
+
+
+def test_divided_scores_are_sampled_afresh_at_each_width():
+    """The division is not an identity on a fixed vector: each width is its own sample."""
+    assert not np.allclose(scores_at_width(Q, K, 64, True), scores_at_width(Q, K, 256, True))
+
+
+@pytest.mark.parametrize("d_k", [4, 64, 1024])
+def test_spread_of_raw_scores_is_about_sqrt_d_k_over_many_samples(d_k):
+    spread = np.std([scores_at_width(*sample_head(8, d_k, seed), d_k, divide=False)
+                     for seed in range(300)])
+    assert spread / np.sqrt(d_k) == pytest.approx(1.0, abs=0.1)
+
+
+@pytest.mark.parametrize("d_k", [4, 64, 1024])
+def test_spread_of_divided_scores_is_about_one_over_many_samples(d_k):
+    spread = np.std([scores_at_width(*sample_head(8, d_k, seed), d_k, divide=True)
+                     for seed in range(300)])
+    assert spread == pytest.approx(1.0, abs=0.1)
 
 
 def test_undivided_weights_sharpen_as_d_k_grows():
-    largest = [scaling_state(Z, d, divide=False)["largest_weight"] for d in (4, 64, 1024)]
+    largest = [scaling_state(Q, K, d, divide=False)["largest_weight"] for d in (4, 64, 1024)]
     assert largest[0] < largest[1] < largest[2]
 
 
 def test_undivided_gradient_shrinks_as_d_k_grows():
-    norms = [scaling_state(Z, d, divide=False)["jacobian_norm"] for d in (4, 64, 1024)]
+    norms = [scaling_state(Q, K, d, divide=False)["jacobian_norm"] for d in (4, 64, 1024)]
     assert norms[0] > norms[1] > norms[2]
 
 
+def test_divided_gradient_stays_away_from_zero_at_every_width():
+    norms = [scaling_state(Q, K, d, divide=True)["jacobian_norm"] for d in 2 ** np.arange(2, 11)]
+    assert min(norms) > 0.15
+
+
 def test_state_weights_are_the_softmax_of_the_state_scores():
-    state = scaling_state(Z, 16, divide=False)
+    state = scaling_state(Q, K, 16, divide=False)
     np.testing.assert_allclose(state["weights"], softmax(state["scores"]))
 
 
 @pytest.mark.parametrize("bad", [0, 3.5, -8])
 def test_scores_at_width_refuse_a_bad_width(bad):
     with pytest.raises(ValueError, match="positive integer"):
-        scores_at_width(Z, bad, divide=True)
+        scores_at_width(Q, K, bad, divide=True)
+
+
+def test_scores_at_width_refuse_a_width_beyond_the_sample():
+    with pytest.raises(ValueError, match="exceeds the 1024 features"):
+        scores_at_width(Q, K, 2048, divide=True)
+
+
+def test_scores_at_width_refuse_keys_of_another_width():
+    with pytest.raises(ValueError, match="same W"):
+        scores_at_width(Q, K[:, :512], 64, divide=True)
+
+
+@pytest.mark.parametrize("bad", [1, 0, 2.5])
+def test_sampled_head_refuses_fewer_than_two_keys(bad):
+    with pytest.raises(ValueError, match="n_keys"):
+        sample_head(bad)
 
 
 # -- the lesson's pictures (mha.plot, lesson 03 section) ---------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mha.scaling import unit_variance_scores
+from mha.scaling import sample_head, scores_at_width
 from mha.widgets import ScalingExplorer
 
 
@@ -26,8 +26,14 @@ def test_d_k_steps_are_powers_of_two_from_4_to_1024(explorer):
     assert list(explorer.d_k_slider.options) == [4, 8, 16, 32, 64, 128, 256, 512, 1024]
 
 
-def test_default_scores_are_the_fixed_unit_variance_vector(explorer):
-    np.testing.assert_array_equal(explorer.z, unit_variance_scores(8, seed=0))
+def test_default_sample_is_one_query_and_eight_keys_seeded_with_0(explorer):
+    q, k = sample_head(8, 1024, seed=0)
+    np.testing.assert_array_equal(explorer.q, q)
+    np.testing.assert_array_equal(explorer.k, k)
+
+
+def test_another_seed_draws_another_sample():
+    assert not np.array_equal(ScalingExplorer(seed=1).q, ScalingExplorer().q)
 
 
 def test_default_is_d_k_64_divided(explorer):
@@ -40,15 +46,29 @@ def test_moving_the_slider_changes_the_state_d_k(explorer):
     assert explorer.state["d_k"] == 256
 
 
-def test_unticking_the_box_uses_raw_scores(explorer):
+def test_unticking_the_box_uses_raw_dot_products_of_the_first_d_k_features(explorer):
     explorer.divide_box.value = False
-    np.testing.assert_allclose(explorer.state["scores"], 8 * explorer.z)
+    np.testing.assert_allclose(explorer.state["scores"], explorer.k[:, :64] @ explorer.q[:64])
 
 
-def test_divided_weights_are_the_same_at_every_d_k(explorer):
+def test_ticked_box_divides_the_same_dot_products_by_sqrt_d_k(explorer):
+    explorer.d_k_slider.value = 256
+    np.testing.assert_allclose(explorer.state["scores"],
+                               scores_at_width(explorer.q, explorer.k, 256, divide=False) / 16)
+
+
+def test_divided_weights_are_measured_at_each_width_not_copied(explorer):
     first = explorer.state["weights"].copy()
     explorer.d_k_slider.value = 1024
-    np.testing.assert_allclose(explorer.state["weights"], first, rtol=1e-12)
+    assert not np.allclose(explorer.state["weights"], first)
+
+
+def test_divided_largest_weight_stays_far_from_one_at_every_d_k(explorer):
+    largest = []
+    for d_k in explorer.D_K_OPTIONS:
+        explorer.d_k_slider.value = d_k
+        largest.append(explorer.state["largest_weight"])
+    assert max(largest) < 0.7
 
 
 def test_without_division_the_largest_weight_grows_with_d_k(explorer):
@@ -92,7 +112,7 @@ def test_caption_states_largest_weight_and_gradient_size(explorer):
 def test_summary_is_the_default_caption(explorer):
     assert explorer.summary() == (
         "ScalingExplorer: d_k=64, divided: largest weight 0.423, "
-        "gradient size (Jacobian norm) 0.32"
+        "gradient size (Jacobian norm) 0.3"
     )
 
 
@@ -108,6 +128,14 @@ def test_redraw_keeps_the_same_axes_and_artists(explorer):
     explorer.divide_box.value = False
     assert explorer.figure.axes == axes
     assert list(explorer.bars) == bars and explorer.dot is dot
+
+
+def test_gradient_curves_are_the_state_norms_at_each_width(explorer):
+    for divide in (False, True):
+        explorer.divide_box.value = divide
+        for d_k, drawn in zip(explorer.D_K_OPTIONS, explorer.curves[divide], strict=True):
+            explorer.d_k_slider.value = d_k
+            assert drawn == pytest.approx(max(explorer.state["jacobian_norm"], 1e-12))
 
 
 def test_refuses_a_d_k_that_is_not_a_slider_step():

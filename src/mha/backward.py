@@ -27,9 +27,10 @@ def softmax_backward(probs, upstream, axis: int = -1) -> np.ndarray:
 
     ``probs`` is the softmax output ``p`` and ``upstream`` is ``g = dL/dp``,
     both of the same shape ``(..., n, ...)`` with the softmax taken along
-    ``axis``; the result ``dL/ds`` has that shape too. The Jacobian is
-    ``diag(p) - p p^T``; applied to ``g`` it gives the vector form
-    ``p * (g - sum(p * g))``. A constant ``g`` therefore gives 0.
+    ``axis``; the result ``dL/ds`` has that shape too. It is ``J^T g`` for the
+    Jacobian ``J = diag(p) - p p^T``, computed in O(n) per row as
+    ``p*g - p * rowsum(p*g)``: the products ``p_i g_i`` minus ``p`` times their
+    total. A constant ``g = c`` gives 0: the total is then ``c``, and ``p c - p c = 0``.
 
     Dtype rule: ``np.result_type(probs, upstream, float32)``.
 
@@ -51,8 +52,12 @@ def softmax_backward(probs, upstream, axis: int = -1) -> np.ndarray:
         )
     check_probs(p, "probs", axis=axis)
     dtype = np.result_type(p, g)
-    weighted_mean = np.sum(p * g, axis=axis, keepdims=True)
-    return (p * (g - weighted_mean)).astype(dtype, copy=False)
+    # Entry j of J^T g is sum_i g_i p_i (delta_ij - p_j) = p_j g_j - p_j * sum_i p_i g_i.
+    # Both terms share the products p_i g_i: form them once, then take p times their
+    # row total away from them. No (n, n) matrix is built.
+    pg = p * g
+    pulled_back = pg - p * pg.sum(axis=axis, keepdims=True)
+    return pulled_back.astype(dtype, copy=False)
 
 
 

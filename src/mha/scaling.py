@@ -8,9 +8,10 @@ Three facts, each a function here:
 * the softmax Jacobian ``diag(p) - p p^T`` shrinks toward 0 as the softmax
   saturates (:func:`softmax_jacobian`, :func:`jacobian_norm`,
   :func:`jacobian_norm_curve`);
-* a fixed unit-variance direction ``z`` gives raw scores ``sqrt(d_k) * z``:
-  without the division the weights sharpen as ``d_k`` grows, with it they do
-  not depend on ``d_k`` at all (:func:`scores_at_width`, :func:`scaling_state`).
+* one sampled query and its keys, read at growing head widths: without the
+  division the weights sharpen as ``d_k`` grows, with it they keep about the
+  same sharpness (:func:`sample_head`, :func:`scores_at_width`,
+  :func:`scaling_state`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "jacobian_norm",
     "jacobian_norm_curve",
     "unit_variance_scores",
+    "sample_head",
     "scores_at_width",
     "scaling_state",
 ]
@@ -125,30 +127,51 @@ def unit_variance_scores(n_keys: int = 8, seed: int = 0) -> np.ndarray:
     return (z - z.mean()) / z.std()
 
 
-def scores_at_width(z, d_k: int, divide: bool) -> np.ndarray:
-    """Raw scores of a head of width ``d_k``, modelled as ``sqrt(d_k) * z``.
+def sample_head(n_keys: int = 8, max_width: int = 1024, seed: int = 0):
+    """One seeded query and ``n_keys`` keys with ``max_width`` standard normal features.
 
-    ``z (n,)`` is a fixed direction with unit variance (its entries stand for
-    ``q . k / sqrt(d_k)``); the raw dot products then have variance ``d_k``.
-    With ``divide=True`` they are divided by ``sqrt(d_k)`` again, which gives
-    back ``z`` whatever ``d_k`` is. Returns float64 ``(n,)``.
+    Returns ``(q (max_width,), k (n_keys, max_width))`` float64. A head of width
+    ``d_k`` uses the first ``d_k`` features (:func:`scores_at_width`), so a wider
+    head adds products to the same sums: the raw scores grow like a random walk,
+    with spread ``sqrt(d_k)``. Refuses ``n_keys`` below 2 and a width below 1.
+    """
+    if not _is_whole(n_keys) or n_keys < 2:
+        raise ValueError(f"n_keys must be an integer >= 2; got {n_keys!r}.")
+    width = _check_width(max_width)
+    draws = np.random.default_rng(seed).standard_normal((int(n_keys) + 1, width))
+    return draws[0], draws[1:]
+
+
+def scores_at_width(q, k, d_k: int, divide: bool) -> np.ndarray:
+    """Scores of one query against each key for a head of width ``d_k``.
+
+    ``q (W,)`` and ``k (n, W)`` as from :func:`sample_head`; the head reads the
+    first ``d_k`` features: ``s_j = q[:d_k] . k[j, :d_k]``, divided by
+    ``sqrt(d_k)`` when ``divide``. Nothing is rescaled by hand: each width is
+    its own sample, so a claim such as "divided scores keep a spread of about 1"
+    is measured, and can fail. Returns float64 ``(n,)``. Refuses a ``d_k``
+    that is not a positive integer or exceeds ``W``.
     """
     d = _check_width(d_k)
-    z = as_float_array(z, "z").astype(np.float64)
-    if z.ndim != 1:
-        raise ValueError(f"z must be one row of scores (n,); got shape {z.shape}.")
-    raw = np.sqrt(d) * z
+    q = as_float_array(q, "q").astype(np.float64)
+    k = as_float_array(k, "k").astype(np.float64)
+    if q.ndim != 1 or k.ndim != 2 or k.shape[1] != q.shape[0]:
+        raise ValueError(
+            f"q must be (W,) and k (n, W) with the same W; got {q.shape} and {k.shape}.")
+    if d > q.shape[0]:
+        raise ValueError(f"d_k={d} exceeds the {q.shape[0]} features sampled.")
+    raw = k[:, :d] @ q[:d]  # (n,)
     return raw / np.sqrt(d) if divide else raw
 
 
-def scaling_state(z, d_k: int, divide: bool) -> dict:
+def scaling_state(q, k, d_k: int, divide: bool) -> dict:
     """Everything the scaling explorer shows for one setting.
 
     Returns ``{"d_k", "divide", "scores" (n,), "weights" (n,),
     "largest_weight", "jacobian_norm"}`` for the scores of
     :func:`scores_at_width`.
     """
-    s = scores_at_width(z, d_k, divide)
+    s = scores_at_width(q, k, d_k, divide)
     p = softmax(s)
     return {
         "d_k": int(d_k),

@@ -16,13 +16,15 @@ from .curves import (
     weight_bars,
     weights_vs_scale,
 )
+from .heads import head_grid as head_grid  # lesson 06
 from .hull import convex_hull_2d, hull_picture
-from .matrices import gradient_heatmaps, heatmap, mask_grid, scores_to_weights
+from .matrices import gradient_heatmaps, heatmap, heatmap_row, mask_grid, scores_to_weights
 
 __all__ = [
     "convex_hull_2d",
     "gradient_heatmaps",
     "heatmap",
+    "heatmap_row",
     "hull_picture",
     "jacobian_norm_vs_scale",
     "mask_grid",

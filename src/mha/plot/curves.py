@@ -144,17 +144,21 @@ def weight_bars(rows, ax=None, *, title=None, key_label="key j", ylim=(0.0, 1.0)
     return ax, containers
 
 
-def weights_vs_scale(scales, weights, ax=None, *, title=None):
-    """The softmax curve: each key's weight against the score scale ``c`` (log x).
+def weights_vs_scale(scales, weights, ax=None, *, title=None, log=True):
+    """The softmax curve: each key's weight against the score scale ``c``.
 
     ``scales (S,)`` strictly increasing; ``weights (S, n)``, row ``s`` the
     softmax of ``scales[s] * z``. The key that wins at the largest scale is
-    drawn thick. Returns ``(ax, lines)``, one ``Line2D`` per key, in key order.
-    Refuses shapes that do not match and rows that are not probabilities.
+    drawn thick. ``log`` puts ``c`` on a log axis (needs ``c > 0``); with
+    ``log=False`` the axis is linear. Returns ``(ax, lines)``, one ``Line2D``
+    per key, in key order. Refuses shapes that do not match, rows that are
+    not probabilities, and a scale <= 0 on a log axis.
     """
     scales, weights = np.asarray(scales, dtype=float), np.asarray(weights, dtype=float)
     if scales.ndim != 1 or np.any(np.diff(scales) <= 0):
         raise ValueError("scales must be 1-D and strictly increasing.")
+    if log and np.any(scales <= 0):
+        raise ValueError("a log axis needs scales > 0; pass log=False to include c = 0.")
     if weights.ndim != 2 or weights.shape[0] != scales.size:
         raise ValueError(f"weights must be (S, n) with S = {scales.size}; got {weights.shape}.")
     if np.any(weights < 0) or not np.allclose(weights.sum(axis=1), 1.0):
@@ -166,24 +170,32 @@ def weights_vs_scale(scales, weights, ax=None, *, title=None):
                      color="tab:blue" if j == winner else "0.6",
                      label=f"key {j} (wins)" if j == winner else None)[0]
              for j in range(weights.shape[1])]
-    ax.set_xscale("log")
+    if log:
+        ax.set_xscale("log")
+    else:
+        ax.set_xlim(scales[0], scales[-1])
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("score scale c  (scores = c * z; temperature = 1 / c)")
     ax.set_ylabel("softmax weight")
-    ax.legend(fontsize=8, loc="center left")
+    ax.legend(fontsize=8, loc="center left" if log else "upper right")
     if title:
         ax.set_title(title, fontsize=10)
     return ax, lines
 
 
-def jacobian_norm_vs_scale(scales, norms, ax=None, *, marks=None, title=None):
-    """Norm of the softmax Jacobian against the score scale ``c`` (log-log).
+def jacobian_norm_vs_scale(scales, norms, ax=None, *, marks=None, levels=None, title=None,
+                           log=True):
+    """Norm of the softmax Jacobian against the score scale ``c``.
 
     ``scales, norms (S,)``; ``marks`` maps a label to a point ``(c, norm)``
     to point out on the curve (compute it, e.g. with
-    :func:`mha.scaling.jacobian_norm_curve`). Returns
-    ``(ax, artists)``: ``artists["curve"]`` is the ``Line2D`` and
-    ``artists[label]`` the marker of each mark.
+    :func:`mha.scaling.jacobian_norm_curve`); ``levels`` maps a label to a
+    height drawn as a dotted horizontal line (e.g. ``1/n``, the norm of
+    uniform weights). ``log=True`` draws both axes on a log scale (the far
+    range, where the norm falls by many orders of magnitude); ``log=False``
+    draws them linear from 0, where the peak and the plateau are readable.
+    Returns ``(ax, artists)``: ``artists["curve"]`` is the ``Line2D``,
+    ``artists[label]`` the marker of each mark and the line of each level.
     """
     scales, norms = np.asarray(scales, dtype=float), np.asarray(norms, dtype=float)
     if scales.shape != norms.shape or scales.ndim != 1 or np.any(np.diff(scales) <= 0):
@@ -191,14 +203,20 @@ def jacobian_norm_vs_scale(scales, norms, ax=None, *, marks=None, title=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 3.6))
     artists = {"curve": ax.plot(scales, norms, color="tab:purple", lw=2)[0]}
+    for label, y in (levels or {}).items():
+        artists[label] = ax.axhline(y, color="0.4", ls=":", lw=1.2, label=label)
     for label, (c, y) in (marks or {}).items():
         artists[label] = ax.plot([c], [y], "o", ms=8, label=f"{label}: {y:.2g}")[0]
-    ax.set_xscale("log")
-    ax.set_yscale("log")
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    else:
+        ax.set_xlim(scales[0], scales[-1])
+        ax.set_ylim(0, 1.15 * max(norms.max(), *(levels or {0: 0}).values()))
     ax.set_xlabel("score scale c  (scores = c * z; temperature = 1 / c)")
     ax.set_ylabel("norm of softmax Jacobian")
-    if marks:
-        ax.legend(fontsize=8, loc="lower left")
+    if marks or levels:
+        ax.legend(fontsize=8, loc="lower left" if log else "upper right")
     if title:
         ax.set_title(title, fontsize=10)
     return ax, artists

@@ -163,3 +163,35 @@ def gradient_heatmaps(panels, mask=None, *, row_label="query i", col_label="key 
                                            edgecolor="0.6", lw=0, alpha=0.6))
     fig.tight_layout()
     return fig, axes, images
+
+
+def heatmap_row(panels, *, colorbar_label, vmin=None, vmax=None, row_label="query i",
+                col_label="key j", fmt=".2f", figsize=None):
+    """Heatmaps side by side on ONE colour scale, with one colour bar.
+
+    ``panels`` is a list of ``(title, matrix (Tq, Tk))``. A colour means the
+    same number in every panel, so panels can be compared by eye: the scale
+    runs from ``vmin`` to ``vmax`` (default: the smallest and largest finite
+    entry over all panels). NaN and ``-inf`` cells are grey, as in
+    :func:`heatmap`. Returns a dict: ``"fig"``, ``"axes"``, ``"images"``
+    (``get_array()`` holds each panel's values; ``get_clim()`` the shared
+    scale) and ``"colorbar"``. Refuses an empty list and matrices that are
+    not 2-D.
+    """
+    mats = [np.asarray(m, dtype=float) for _, m in panels]
+    if not mats or any(m.ndim != 2 for m in mats):
+        raise ValueError("heatmap_row needs one or more 2-D (Tq, Tk) matrices.")
+    finite = np.concatenate([m[np.isfinite(m)] for m in mats])
+    low = float(finite.min()) if vmin is None else float(vmin)
+    high = float(finite.max()) if vmax is None else float(vmax)
+    width = sum(0.6 * m.shape[1] + 1.4 for m in mats) + 1.2
+    height = max(0.5 * m.shape[0] for m in mats) + 1.6
+    fig, axes = plt.subplots(1, len(mats), figsize=figsize or (width, height), squeeze=False,
+                             layout="constrained")
+    axes, images = list(axes[0]), []
+    for ax, (title, _), m in zip(axes, panels, mats, strict=True):
+        _, image = heatmap(m, ax, title=title, row_label=row_label, col_label=col_label,
+                           fmt=fmt, vmin=low, vmax=high)
+        images.append(image)
+    colorbar = fig.colorbar(images[0], ax=axes, shrink=0.9, label=colorbar_label)
+    return {"fig": fig, "axes": axes, "images": images, "colorbar": colorbar}

@@ -11,22 +11,25 @@ from .explorer import Explorer
 class ScalingExplorer(Explorer):
     """Pick the head width ``d_k`` and switch the division by ``sqrt(d_k)``.
 
-    The raw scores are ``sqrt(d_k) * z`` for a fixed unit-variance ``z``
-    (default :func:`mha.scaling.unit_variance_scores`, 8 keys; see
-    :func:`mha.scaling.scores_at_width`): their spread grows with ``d_k``.
+    One query and ``n_keys`` keys are sampled once, with 1024 standard normal
+    features each (:func:`mha.scaling.sample_head`, seeded by ``seed``); a head
+    of width ``d_k`` dots their first ``d_k`` features
+    (:func:`mha.scaling.scores_at_width`). Nothing is rescaled by hand, so the
+    picture shows what real samples do: the spread of the raw scores grows
+    with ``d_k``; divided, it stays near 1, up to the noise of one sample.
     Left: the softmax weights over the keys. Right: the norm of the softmax
     Jacobian (the size of the gradient that reaches the scores) against
-    ``d_k``, with and without the division, and a dot at the current setting.
+    ``d_k``, with and without the division, and a ring at the current setting.
     ``state`` is :func:`mha.scaling.scaling_state`.
     """
 
     D_K_OPTIONS = tuple(2**e for e in range(2, 11))  # 4, 8, ..., 1024 (log-spaced)
 
-    def __init__(self, z=None, d_k: int = 64, divide: bool = True):
+    def __init__(self, d_k: int = 64, divide: bool = True, *, n_keys: int = 8, seed: int = 0):
         from .. import scaling
 
         self._scaling = scaling
-        self.z = scaling.unit_variance_scores() if z is None else np.asarray(z, dtype=float)
+        self.q, self.k = scaling.sample_head(n_keys, max(self.D_K_OPTIONS), seed)
         if d_k not in self.D_K_OPTIONS:
             raise ValueError(f"d_k must be one of {self.D_K_OPTIONS}; got {d_k!r}.")
         self.d_k_slider = widgets.SelectionSlider(
@@ -40,18 +43,18 @@ class ScalingExplorer(Explorer):
     def setup_figure(self):
         ax_w, ax_g = self.ax_weights, self.ax_grad = self.figure.subplots(
             1, 2, gridspec_kw={"width_ratios": [1.1, 1.0]})
-        n = self.z.size
+        n = self.k.shape[0]
         self.bars = ax_w.bar(np.arange(n), np.zeros(n), color="tab:blue")
         ax_w.set_ylim(0, 1.05)
         ax_w.set_xticks(range(n))
         ax_w.set_xlabel("key j")
         ax_w.set_ylabel("softmax weight")
         widths = np.array(self.D_K_OPTIONS)
-        curve = self._scaling.jacobian_norm_curve
         floor = 1e-12  # log axis: keep exact zeros visible at the bottom
         self.curves = {
-            False: np.maximum(curve(self.z, np.sqrt(widths)), floor),
-            True: np.maximum(curve(self.z, np.ones(widths.size)), floor),
+            divide: np.maximum([self._scaling.scaling_state(self.q, self.k, int(d), divide)[
+                "jacobian_norm"] for d in widths], floor)
+            for divide in (False, True)
         }
         ax_g.plot(widths, self.curves[False], "-o", ms=3, color="tab:red", label="not divided")
         ax_g.plot(widths, self.curves[True], "-o", ms=3, color="tab:blue",
@@ -71,7 +74,8 @@ class ScalingExplorer(Explorer):
         self.figure.tight_layout(rect=(0, 0, 1, 0.93))
 
     def compute(self):
-        return self._scaling.scaling_state(self.z, self.d_k_slider.value, self.divide_box.value)
+        return self._scaling.scaling_state(self.q, self.k, self.d_k_slider.value,
+                                           self.divide_box.value)
 
     def draw(self, state):
         for bar, w in zip(self.bars, state["weights"], strict=True):
