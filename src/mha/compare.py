@@ -1,0 +1,316 @@
+"""One set of weights through every attention path, and how far apart the answers are.
+
+The paths (names as in :data:`PATHS`):
+
+* ``"numpy"``: :class:`mha.MultiHeadAttention`, from scratch in NumPy;
+* ``"torch manual"``: :class:`mha.layers.MultiHeadAttention` with ``impl="manual"``;
+* ``"torch sdpa"``: the same module with ``impl="sdpa"`` (its projections, then
+  ``F.scaled_dot_product_attention``);
+* ``"nn.MultiheadAttention"``: PyTorch's layer with ``need_weights=True`` (it
+  computes the weights itself), and ``"nn.MultiheadAttention, need_weights=False"``
+  (it then calls SDPA).
+
+Weights are copied with :mod:`mha.torch_transfer` and masks cross with its named
+conversions, so a difference measured here is rounding, or a real bug. Masks use
+the package convention, bool **True = blocked**. Every function runs in ``eval()``
+on a copy of the state it needs and leaves the caller's module as it found it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from . import masks
+from .layers import MultiHeadAttention
+from .torch_transfer import to_nn_multihead, to_nn_multihead_masks, to_numpy
+
+__all__ = ["PATHS", "FourPaths", "run_four_paths", "max_differences", "magnitude",
+           "seeded_module", "difference_table", "format_table", "gradients",
+           "gradient_differences", "missing_gradients"]
+
+PATHS = ("numpy", "torch manual", "torch sdpa", "nn.MultiheadAttention",
+         "nn.MultiheadAttention, need_weights=False")
+NN = "nn.MultiheadAttention"
+
+
+@dataclass(frozen=True)
+class FourPaths:
+    """What :func:`run_four_paths` returns.
+
+    ``outputs``: path -> ``(B, Tq, C)`` NumPy array in the module's dtype, for
+    every name in :data:`PATHS`. ``weights``: path -> ``(B, H, Tq, Tk)`` per-head
+    attention weights, for the paths that return them (``"numpy"``,
+    ``"torch manual"``, ``"nn.MultiheadAttention"``). ``blocked``: the combined
+    mask ``(B, H, Tq, Tk)`` the paths applied (True = blocked), or None.
+    """
+
+    outputs: dict
+    weights: dict
+    blocked: np.ndarray | None
+
+
+def _nn_masks(mask, key_padding_mask, n_heads, b, t_q):
+    """Package masks -> ``(attn_mask, key_padding_mask)`` for ``nn.MultiheadAttention``."""
+    attn_mask, padding = None, None
+    if mask is not None:
+        attn_mask, padding = to_nn_multihead_masks(torch.as_tensor(mask), n_heads,
+                                                   batch_size=b, tgt_len=t_q)
+    if key_padding_mask is not None:
+        given = torch.as_tensor(key_padding_mask)
+        padding = given if padding is None else padding | given
+    return attn_mask, padding
+
+
+def run_nn_multihead(layer: nn.MultiheadAttention, query, context=None, mask=None,
+                     key_padding_mask=None, need_weights=True):
+    """Call a ``batch_first`` ``nn.MultiheadAttention`` with package-convention masks.
+
+    ``query (B, Tq, C)``, ``context (B, Tk, C)`` or None (self-attention);
+    ``mask`` as for :class:`mha.layers.MultiHeadAttention`, ``key_padding_mask
+    (B, Tk)``. Returns ``(out (B, Tq, C), per-head weights (B, H, Tq, Tk) or None)``.
+    """
+    kv = query if context is None else context
+    attn_mask, padding = _nn_masks(mask, key_padding_mask, layer.num_heads, query.shape[0],
+                                   query.shape[1])
+    return layer(query, kv, kv, attn_mask=attn_mask, key_padding_mask=padding,
+                 need_weights=need_weights, average_attn_weights=False)
+
+
+def _blocked(module, query, context, mask, key_padding_mask):
+    b, t_q, _ = query.shape
+    t_k = t_q if context is None else context.shape[1]
+    parts = [torch.as_tensor(m) for m in (mask,) if m is not None]
+    if key_padding_mask is not None:
+        parts.append(masks.key_padding_to_4d(torch.as_tensor(key_padding_mask)))
+    if not parts:
+        return None
+    shape = (b, module.n_heads, t_q, t_k)
+    return masks.combine(*parts).expand(shape).numpy().copy()
+
+
+def run_four_paths(module: MultiHeadAttention, query, context=None, mask=None,
+                   key_padding_mask=None) -> FourPaths:
+    """Run ``module``'s weights through every path of :data:`PATHS`, in ``eval()``.
+
+    ``module`` is a :class:`mha.layers.MultiHeadAttention` (float32 or float64);
+    ``query (B, Tq, C)`` and ``context (B, Tk, C)`` (None for self-attention) are
+    tensors of its dtype. ``mask`` is ``(Tq, Tk)`` or ``(B|1, H|1, Tq|1, Tk)`` and
+    ``key_padding_mask`` ``(B, Tk)``, both bool with True = blocked. The module's
+    ``impl`` and train/eval mode are restored afterwards. Refuses what the paths
+    refuse (a fully masked row, a non-bool mask, a wrong shape or dtype).
+    """
+    training, impl = module.training, module.impl
+    module.eval()
+    kw = {"mask": mask, "key_padding_mask": key_padding_mask}
+    outputs, weights = {}, {}
+    try:
+        with torch.no_grad():
+            for name, which in (("torch manual", "manual"), ("torch sdpa", "sdpa")):
+                module.impl = which
+                out, w = module(query, context, need_weights=which == "manual", **kw)
+                outputs[name] = out.numpy()
+                if w is not None:
+                    weights[name] = w.numpy()
+            layer = to_nn_multihead(module)
+            out, w = run_nn_multihead(layer, query, context, **kw)
+            outputs[NN], weights[NN] = out.numpy(), w.numpy()
+            out, _ = run_nn_multihead(layer, query, context, need_weights=False, **kw)
+            outputs[f"{NN}, need_weights=False"] = out.numpy()
+    finally:
+        module.impl = impl
+        module.train(training)
+    blocked = _blocked(module, query, context, mask, key_padding_mask)
+    out, w = to_numpy(module, ignore_dropout=True)(
+        query.numpy(), None if context is None else context.numpy(), mask=blocked)
+    outputs["numpy"], weights["numpy"] = out, w
+    return FourPaths({p: outputs[p] for p in PATHS},
+                     {p: weights[p] for p in PATHS if p in weights}, blocked)
+
+
+def max_differences(arrays: dict, reference: str = "numpy") -> dict:
+    """``{name: max |arrays[name] - arrays[reference]|}`` for every other name, as floats.
+
+    The arrays must share one shape (``ValueError`` otherwise, naming both).
+    """
+    ref = np.asarray(arrays[reference], dtype=np.float64)
+    result = {}
+    for name, value in arrays.items():
+        if name == reference:
+            continue
+        value = np.asarray(value, dtype=np.float64)
+        if value.shape != ref.shape:
+            raise ValueError(f"{name} has shape {value.shape} but {reference} has {ref.shape}.")
+        result[name] = float(np.abs(value - ref).max()) if value.size else 0.0
+    return result
+
+
+def magnitude(x: float) -> str:
+    """The power of ten at or just below ``|x|``: ``"1e-07"`` for 1.2e-7 or 4.8e-7; 0 is ``"0"``.
+
+    Rounding differences move with the CPU and the thread count (a max
+    difference of one float32 ulp near 1 is 1.2e-7, of four ulps 4.8e-7); their
+    order of magnitude moves far less, so a notebook can print it and stay
+    comparable. ``"1e-07"`` reads "between 1e-7 and 1e-6".
+    """
+    x = abs(float(x))
+    if x == 0.0:
+        return "0"
+    if not math.isfinite(x):
+        return str(x)
+    exponent = math.floor(math.log10(x))
+    if 10.0 ** (exponent + 1) <= x:  # log10 rounded up across a power of ten
+        exponent += 1
+    return f"{10.0 ** exponent:.0e}"
+
+
+def seeded_module(d_model: int, n_heads: int, bias: bool = True, dtype=torch.float64,
+                  seed: int = 0) -> MultiHeadAttention:
+    """A :class:`mha.layers.MultiHeadAttention` in ``eval()`` with weights drawn from ``seed``.
+
+    Parameters are uniform in ``+-1/sqrt(C)``, drawn in float64 from a private
+    generator (the global torch seed is not touched) and then cast to ``dtype``:
+    one seed gives the same weights, rounded, in float32 and float64.
+    """
+    with torch.random.fork_rng(devices=[]):  # nn.Linear's own init draws from the global seed
+        module = MultiHeadAttention(d_model, n_heads, bias=bias, dtype=torch.float64)
+    g = torch.Generator().manual_seed(seed)
+    bound = 1.0 / math.sqrt(d_model)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.rand(p.shape, generator=g, dtype=torch.float64) * 2 * bound - bound)
+    return module.to(dtype).eval()
+
+
+def difference_table(query, n_heads: int, mask=None, key_padding_mask=None, *,
+                     dtypes=(torch.float32, torch.float64), biases=(True, False),
+                     seed: int = 0) -> dict:
+    """Max differences of the four paths, per (dtype, bias), from one seeded set of weights.
+
+    ``query (B, T, C)`` is a tensor (any float dtype; cast to each of ``dtypes``).
+    Returns ``{"float32, bias": {row: value}, ...}`` (one column per dtype and
+    bias, ``"no bias"`` when False) where the rows are each path
+    of :data:`PATHS` but ``"numpy"`` (max |out - NumPy out|), ``"rows sum to 1"``
+    (max |sum of a row of weights - 1| over the paths that return weights) and
+    ``"weight on a blocked key"`` (the largest such weight, 0.0 without a mask).
+    """
+    table = {}
+    for dtype in dtypes:
+        for bias in biases:
+            module = seeded_module(query.shape[-1], n_heads, bias=bias, dtype=dtype, seed=seed)
+            run = run_four_paths(module, query.to(dtype), mask=mask,
+                                 key_padding_mask=key_padding_mask)
+            row = max_differences(run.outputs, "numpy")
+            row["rows sum to 1"] = max(float(np.abs(w.sum(-1) - 1).max())
+                                       for w in run.weights.values())
+            row["weight on a blocked key"] = max(
+                (float(w[run.blocked].max()) for w in run.weights.values()
+                 if run.blocked is not None and run.blocked.any()), default=0.0)
+            table[f"{str(dtype).removeprefix('torch.')}, {'bias' if bias else 'no bias'}"] = row
+    return table
+
+
+def format_table(table: dict, fmt=magnitude) -> str:
+    """``{column: {row: value}}`` as text: one line per row, values through ``fmt``.
+
+    Every column must have the same rows (``ValueError`` otherwise).
+    """
+    columns = list(table)
+    rows = list(table[columns[0]])
+    for c in columns:
+        if list(table[c]) != rows:
+            raise ValueError(f"column {c!r} has rows {list(table[c])}, expected {rows}.")
+    width = max(len(r) for r in rows) + 2
+    col = max(len(c) for c in columns) + 2
+    lines = ["".ljust(width) + "".join(c.rjust(col) for c in columns)]
+    for r in rows:
+        lines.append(r.ljust(width) + "".join(fmt(table[c][r]).rjust(col) for c in columns))
+    return "\n".join(lines)
+
+
+# -- gradients ------------------------------------------------------------------
+
+def _named(module, grads: dict) -> dict:
+    """Parameter gradients renamed W_Q, b_Q, ..., W_O, b_O whatever the layout."""
+    if isinstance(module, nn.MultiheadAttention):
+        w, b = grads["in_proj_weight"], grads.get("in_proj_bias")
+        w_o, b_o = grads["out_proj.weight"], grads.get("out_proj.bias")
+    elif module.packed_qkv:
+        w, b = grads["qkv.weight"], grads.get("qkv.bias")
+        w_o, b_o = grads["out_proj.weight"], grads.get("out_proj.bias")
+    else:
+        names = {"Q": "q_proj", "K": "k_proj", "V": "v_proj", "O": "out_proj"}
+        named = {f"W_{s}": grads[f"{p}.weight"] for s, p in names.items()}
+        named.update({f"b_{s}": grads[f"{p}.bias"] for s, p in names.items()
+                      if f"{p}.bias" in grads})
+        return named
+    named = dict(zip(("W_Q", "W_K", "W_V"), w.chunk(3, dim=0), strict=True))
+    named["W_O"] = w_o
+    if b is not None:
+        named.update(zip(("b_Q", "b_K", "b_V"), b.chunk(3, dim=0), strict=True))
+        named["b_O"] = b_o
+    return named
+
+
+def gradients(module, query, mask=None, key_padding_mask=None, seed: int = 0,
+              impl: str | None = None) -> dict:
+    """Gradients of ``L = sum(out * G)`` for a fixed random ``G`` (from ``seed``).
+
+    ``module`` is a :class:`mha.layers.MultiHeadAttention` (``impl`` overrides
+    its own for this call) or a ``batch_first`` ``nn.MultiheadAttention`` (called
+    with ``need_weights=False``). Self-attention on ``query (B, T, C)``; masks in
+    the package convention. Returns ``{"x": dL/dquery, "W_Q": ..., "b_O": ...}``
+    as tensors, in the same names for both layouts (``in_proj_weight`` is cut
+    into ``W_Q, W_K, W_V``). Uses ``torch.autograd.grad``: no ``.grad`` is left
+    on the module.
+    """
+    x = query.detach().clone().requires_grad_()
+    if isinstance(module, nn.MultiheadAttention):
+        out, _ = run_nn_multihead(module, x, mask=mask, key_padding_mask=key_padding_mask,
+                                  need_weights=False)
+    else:
+        saved = module.impl
+        module.impl = impl or saved
+        try:
+            out, _ = module(x, mask=mask, key_padding_mask=key_padding_mask)
+        finally:
+            module.impl = saved
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed), dtype=out.dtype)
+    names, params = zip(*module.named_parameters(), strict=True)
+    grads = torch.autograd.grad((out * g).sum(), [x, *params])
+    return {"x": grads[0], **_named(module, dict(zip(names, grads[1:], strict=True)))}
+
+
+def gradient_differences(module: MultiHeadAttention, query, mask=None,
+                         key_padding_mask=None, seed: int = 0) -> dict:
+    """Max gradient differences against the manual path, per path and per gradient.
+
+    Returns ``{"torch sdpa": {...}, "nn.MultiheadAttention": {...}}``, each
+    ``{"x": float, "W_Q": float, ...}`` (see :func:`gradients`), for the module in
+    ``eval()``; its mode is restored.
+    """
+    training = module.training
+    module.eval()
+    try:
+        ref = gradients(module, query, mask, key_padding_mask, seed, impl="manual")
+        others = {"torch sdpa": gradients(module, query, mask, key_padding_mask, seed,
+                                          impl="sdpa"),
+                  NN: gradients(to_nn_multihead(module), query, mask, key_padding_mask, seed)}
+    finally:
+        module.train(training)
+    return {path: {name: float((g - ref[name]).abs().max()) for name, g in grads.items()}
+            for path, grads in others.items()}
+
+
+def missing_gradients(module: nn.Module) -> list:
+    """Names of the parameters whose ``.grad`` is None (after a backward pass).
+
+    A parameter the forward never uses gets no gradient at all: ``None``, not
+    zeros. Call after ``loss.backward()``; an empty list means every parameter
+    was reached. Parameters with ``requires_grad=False`` are skipped.
+    """
+    return [name for name, p in module.named_parameters() if p.requires_grad and p.grad is None]

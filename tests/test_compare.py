@@ -1,0 +1,223 @@
+"""Specifications of mha.compare: one set of weights through every path, and the differences."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import mha
+from mha import compare
+from mha.layers import MultiHeadAttention
+from mha.torch_transfer import to_nn_multihead
+
+B, T, C, H = 2, 5, 8, 2
+CAUSAL = mha.causal_mask(T)
+PADDING = np.array([[False] * T, [False] * 3 + [True] * 2])  # (B, Tk): sequence 1 has 3 tokens
+
+
+def query(dtype=torch.float64, seed=1):
+    return torch.randn(B, T, C, generator=torch.Generator().manual_seed(seed), dtype=dtype)
+
+
+# -- run_four_paths -------------------------------------------------------------
+
+def test_run_four_paths_returns_an_output_for_every_path():
+    run = compare.run_four_paths(compare.seeded_module(C, H), query())
+    assert tuple(run.outputs) == compare.PATHS
+    assert all(out.shape == (B, T, C) for out in run.outputs.values())
+
+
+def test_run_four_paths_returns_per_head_weights_where_a_path_has_them():
+    run = compare.run_four_paths(compare.seeded_module(C, H), query(), mask=CAUSAL)
+    assert set(run.weights) == {"numpy", "torch manual", "nn.MultiheadAttention"}
+    assert all(w.shape == (B, H, T, T) for w in run.weights.values())
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize(("mask", "padding"), [(None, None), (CAUSAL, None), (None, PADDING),
+                                               (CAUSAL, PADDING)],
+                         ids=["no mask", "causal", "padding", "causal and padding"])
+def test_the_paths_agree_in_float64(bias, mask, padding):
+    run = compare.run_four_paths(compare.seeded_module(C, H, bias=bias), query(), mask=mask,
+                                 key_padding_mask=padding)
+    assert max(compare.max_differences(run.outputs).values()) < 1e-13
+    assert max(compare.max_differences(run.weights).values()) < 1e-13
+
+
+def test_the_paths_agree_in_float32_within_a_few_ulps():
+    module = compare.seeded_module(C, H, dtype=torch.float32)
+    run = compare.run_four_paths(module, query(torch.float32), mask=CAUSAL)
+    assert max(compare.max_differences(run.outputs).values()) < 1e-6
+
+
+def test_per_head_masks_reach_every_path():
+    per_head = np.zeros((B, H, T, T), dtype=bool)
+    per_head[0, 1, :, 0] = True  # batch 0, head 1 may not read key 0
+    run = compare.run_four_paths(compare.seeded_module(C, H), query(), mask=per_head)
+    for w in run.weights.values():
+        assert np.all(w[0, 1, :, 0] == 0) and np.all(w[0, 0, :, 0] > 0)
+    assert max(compare.max_differences(run.outputs).values()) < 1e-13
+
+
+def test_the_numpy_path_applies_the_key_padding_mask():
+    run = compare.run_four_paths(compare.seeded_module(C, H), query(), key_padding_mask=PADDING)
+    assert np.all(run.weights["numpy"][1, :, :, 3:] == 0)
+    assert run.blocked.shape == (B, H, T, T)
+
+
+def test_run_four_paths_restores_the_modules_impl_and_mode():
+    module = compare.seeded_module(C, H).train()
+    module.impl = "sdpa"
+    compare.run_four_paths(module, query())
+    assert module.impl == "sdpa" and module.training
+
+
+def test_run_four_paths_refuses_a_fully_masked_row():
+    everything = np.ones((T, T), dtype=bool)
+    with pytest.raises(ValueError, match="fully masked row"):
+        compare.run_four_paths(compare.seeded_module(C, H), query(), mask=everything)
+
+
+# -- max_differences, magnitude, format_table -------------------------------------
+
+def test_max_differences_measures_each_array_against_the_reference():
+    arrays = {"ref": np.zeros(3), "a": np.array([0.0, -2.0, 1.0]), "b": np.zeros(3)}
+    assert compare.max_differences(arrays, "ref") == {"a": 2.0, "b": 0.0}
+
+
+def test_max_differences_refuses_arrays_of_different_shapes():
+    with pytest.raises(ValueError, match=r"a has shape \(2,\) but ref has \(3,\)"):
+        compare.max_differences({"ref": np.zeros(3), "a": np.zeros(2)}, "ref")
+
+
+@pytest.mark.parametrize(("x", "shown"), [(1.2e-7, "1e-07"), (4.8e-7, "1e-07"), (1e-7, "1e-07"),
+                                          (9.99e-7, "1e-07"), (1e-6, "1e-06"), (2.2e-16, "1e-16"),
+                                          (-3e-3, "1e-03"), (0.0, "0")])
+def test_magnitude_is_the_power_of_ten_at_or_below(x, shown):
+    assert compare.magnitude(x) == shown
+
+
+def test_format_table_writes_one_line_per_row_plus_a_header():
+    table = {"col a": {"r1": 1e-7, "r2": 0.0}, "col b": {"r1": 3e-16, "r2": 0.0}}
+    text = compare.format_table(table)
+    lines = text.splitlines()
+    assert len(lines) == 3 and "col a" in lines[0] and "col b" in lines[0]
+    assert lines[1].split() == ["r1", "1e-07", "1e-16"]
+
+
+def test_format_table_refuses_columns_with_different_rows():
+    with pytest.raises(ValueError, match="has rows"):
+        compare.format_table({"a": {"r1": 1.0}, "b": {"r2": 1.0}})
+
+
+# -- seeded_module, difference_table ----------------------------------------------
+
+def test_seeded_module_gives_the_same_weights_rounded_in_both_dtypes():
+    m64, m32 = compare.seeded_module(C, H, seed=3), compare.seeded_module(C, H, seed=3,
+                                                                          dtype=torch.float32)
+    for p64, p32 in zip(m64.parameters(), m32.parameters(), strict=True):
+        assert p32.dtype == torch.float32
+        torch.testing.assert_close(p64.float(), p32, rtol=0, atol=0)
+    assert not m64.training
+
+
+def test_seeded_module_leaves_the_global_torch_seed_alone():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    compare.seeded_module(C, H)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_difference_table_has_one_column_per_dtype_and_bias():
+    table = compare.difference_table(query(), H, mask=CAUSAL)
+    assert list(table) == ["float32, bias", "float32, no bias", "float64, bias", "float64, no bias"]
+    assert list(table["float32, bias"]) == [*compare.PATHS[1:], "rows sum to 1",
+                                            "weight on a blocked key"]
+
+
+def test_difference_table_stays_within_the_bounds_of_each_dtype():
+    table = compare.difference_table(query(), H, mask=CAUSAL, key_padding_mask=PADDING)
+    for column, bound in (("float32, bias", 1e-6), ("float64, bias", 1e-14)):
+        assert max(table[column].values()) < bound
+        assert table[column]["weight on a blocked key"] == 0.0
+
+
+def test_difference_table_reports_zero_weight_on_blocked_keys_without_a_mask_too():
+    table = compare.difference_table(query(), H, dtypes=(torch.float64,), biases=(False,))
+    assert table["float64, no bias"]["weight on a blocked key"] == 0.0
+
+
+# -- gradients --------------------------------------------------------------------
+
+def test_gradients_name_the_same_tensors_for_every_layout():
+    module = compare.seeded_module(C, H)
+    names = ["x", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O"]
+    assert sorted(compare.gradients(module, query())) == sorted(names)
+    assert sorted(compare.gradients(to_nn_multihead(module), query())) == sorted(names)
+
+
+def test_gradients_of_a_packed_module_equal_those_of_the_unpacked_one():
+    module = compare.seeded_module(C, H)
+    packed = MultiHeadAttention(C, H, packed_qkv=True, dtype=torch.float64).eval()
+    with torch.no_grad():
+        for (w, b), (w0, b0) in zip(packed.in_projections(), module.in_projections(), strict=True):
+            w.copy_(w0)
+            b.copy_(b0)
+        packed.out_proj.load_state_dict(module.out_proj.state_dict())
+    ours, theirs = compare.gradients(module, query()), compare.gradients(packed, query())
+    for name, grad in ours.items():
+        torch.testing.assert_close(theirs[name], grad, rtol=1e-12, atol=1e-12)
+
+
+def test_gradients_leave_no_grad_on_the_module():
+    module = compare.seeded_module(C, H)
+    compare.gradients(module, query())
+    assert all(p.grad is None for p in module.parameters())
+
+
+@pytest.mark.parametrize(("dtype", "bound"), [(torch.float64, 1e-13), (torch.float32, 1e-5)])
+def test_gradient_differences_are_rounding_only(dtype, bound):
+    module = compare.seeded_module(C, H, dtype=dtype)
+    diffs = compare.gradient_differences(module, query(dtype), mask=CAUSAL,
+                                         key_padding_mask=PADDING)
+    assert list(diffs) == ["torch sdpa", "nn.MultiheadAttention"]
+    assert max(max(d.values()) for d in diffs.values()) < bound
+
+
+def test_gradient_differences_see_a_different_module():
+    module, other = compare.seeded_module(C, H, seed=0), compare.seeded_module(C, H, seed=1)
+    ref, wrong = compare.gradients(module, query()), compare.gradients(other, query())
+    assert (ref["W_Q"] - wrong["W_Q"]).abs().max() > 1e-3
+
+
+# -- missing_gradients ------------------------------------------------------------
+
+class UsesOneOfTwo(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.used, self.unused = nn.Linear(2, 2), nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.used(x)
+
+
+def test_missing_gradients_names_a_parameter_the_forward_never_uses():
+    model = UsesOneOfTwo()
+    model(torch.ones(1, 2)).sum().backward()
+    assert compare.missing_gradients(model) == ["unused.weight", "unused.bias"]
+
+
+def test_missing_gradients_is_empty_when_every_parameter_is_reached():
+    module = compare.seeded_module(C, H)
+    module(query())[0].sum().backward()
+    assert compare.missing_gradients(module) == []
+
+
+def test_missing_gradients_skips_frozen_parameters():
+    model = UsesOneOfTwo()
+    model.unused.requires_grad_(False)
+    model(torch.ones(1, 2)).sum().backward()
+    assert compare.missing_gradients(model) == []
