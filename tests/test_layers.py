@@ -252,7 +252,8 @@ def test_refuses_3d_mask_as_ambiguous():
 def test_refuses_fully_masked_row_naming_the_query(impl):
     mask = torch.zeros(B, H, TQ, TK, dtype=torch.bool)
     mask[1, 0, 2] = True
-    with pytest.raises(ValueError, match=r"fully masked row.*index \(1, 0, 2\).*query index 2"):
+    with pytest.raises(ValueError, match=r"fully masked row: the mask blocks every key for query 2 "
+                                         r"of batch/head index \(1, 0\) \(index \(1, 0, 2\)\)"):
         make(impl=impl)(*inputs(), mask=mask)
 
 
@@ -260,7 +261,8 @@ def test_refuses_row_fully_masked_only_by_mask_and_padding_together():
     mask = torch.zeros(TQ, TK, dtype=torch.bool)
     mask[0, :3] = True
     padded = torch.tensor([[False] * 5, [False] * 3 + [True] * 2])
-    with pytest.raises(ValueError, match="fully masked row: mask combined with key_padding_mask"):
+    with pytest.raises(ValueError,
+                       match="fully masked row: the mask combined with key_padding_mask"):
         make()(*inputs(), mask=mask, key_padding_mask=padded)
 
 

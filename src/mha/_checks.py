@@ -143,14 +143,85 @@ def mask_dtype_hint(m) -> str:
     return ""
 
 
-def check_mask(mask, scores_shape: tuple[int, ...]) -> np.ndarray:
+def fully_masked_row_message(where: tuple[int, ...], who: str = "the mask") -> str:
+    """The one wording for a mask that blocks every key of a query, NumPy and torch.
+
+    ``where`` is the index of the first such row in the ``(..., Tq)`` leading
+    shape of the scores; ``who`` names the mask (``"the mask"``,
+    ``"the mask combined with key_padding_mask"``, ...).
+    """
+    lead = f" of batch/head index {where[:-1]}" if len(where) > 1 else ""
+    return (
+        f"fully masked row: {who} blocks every key for query {where[-1]}{lead} "
+        f"(index {where}); each query needs at least one allowed key "
+        "(softmax would divide 0 by 0 and return NaN)."
+    )
+
+
+def check_causal_lengths(t_q: int, t_k: int, who: str = "is_causal=True") -> None:
+    """Refuse (``ValueError``) a causal mask with more queries than keys.
+
+    The package's causal mask aligns the queries with the *last* ``Tq`` key
+    positions (lower-right, the KV cache's meaning: query ``i`` sits at position
+    ``Tk - Tq + i``). With ``Tq > Tk`` the first ``Tq - Tk`` queries would sit
+    before every key and read nothing.
+    """
+    if t_q > t_k:
+        raise ValueError(
+            f"{who} with Tq={t_q} queries and Tk={t_k} keys: a causal mask puts the queries at "
+            "the last Tq key positions (aligned lower-right, as with a KV cache), so with "
+            f"Tq > Tk the first {t_q - t_k} queries would see no key (fully masked rows). "
+            "For another alignment pass an explicit mask (True = blocked), e.g. from "
+            "mha.masks.mask_from_positions."
+        )
+
+
+def check_dropout(p, name: str = "dropout") -> float:
+    """``p`` as a float in ``[0, 1)``; refuse a bool, a string or another non-number
+    (``DTypeError``) and a number outside the range, NaN included (``ValueError``)."""
+    if isinstance(p, (bool, np.bool_)) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise DTypeError(f"{name} must be a number in [0, 1); got {p!r}.")
+    if not 0.0 <= p < 1.0:
+        raise ValueError(f"{name} must be in [0, 1); got {p}.")
+    return float(p)
+
+
+def check_scale(scale) -> float:
+    """``scale`` as a Python float; refuse what is not one finite real number >= 0.
+
+    Refuses a bool, complex, string or other non-number (``DTypeError``), an
+    array of several numbers or a torch tensor (``ValueError``: SDPA takes a
+    float, so a tensor's gradient would be lost silently), and NaN, inf or a
+    negative number (``ValueError``).
+    """
+    if type(scale).__module__.startswith("torch"):
+        raise ValueError(
+            "scale must be a Python number, not a tensor: SDPA takes a float, so a tensor's "
+            "gradient would be lost. For a learned temperature, multiply q by it before the call."
+        )
+    s = np.asarray(scale)
+    if s.ndim != 0:
+        raise ValueError(f"scale must be a single number; got shape {s.shape}.")
+    if s.dtype == bool or s.dtype.kind not in "iuf":
+        raise DTypeError(f"scale must be a real number; got {scale!r} (dtype {s.dtype}).")
+    if not np.isfinite(s) or s < 0:
+        raise ValueError(
+            f"scale must be a finite number >= 0 (the default is 1/sqrt(d_k)); got {scale!r}. "
+            "A negative scale would turn the preferences upside down."
+        )
+    return float(s)
+
+
+def check_mask(mask, scores_shape: tuple[int, ...], who: str = "the mask",
+               check_rows: bool = True) -> np.ndarray:
     """Validate a package-convention mask (bool, **True = blocked**) against scores.
 
     Returns the mask broadcast to ``scores_shape`` ``(..., Tq, Tk)``. Refuses a
     non-boolean mask (``DTypeError``, a ``TypeError``: say which convention you
     mean by converting explicitly), a mask that does not broadcast, and a mask
     that blocks every key for some query (``ValueError``: softmax would have
-    nothing to normalise).
+    nothing to normalise; skipped with ``check_rows=False`` for a part that is
+    combined with others first). ``who`` names the mask in that message.
     """
     m = np.asarray(mask)
     if m.dtype != bool:
@@ -166,13 +237,8 @@ def check_mask(mask, scores_shape: tuple[int, ...]) -> np.ndarray:
             "reshaping to (B, 1, 1, Tk): mha.masks.key_padding_to_4d(mask) does it, "
             "and mha.masks.padding_mask builds one from lengths."
         ) from None
-    fully = np.all(m, axis=-1)
-    if np.any(fully):
-        where = first_index(fully)
-        lead = f" of batch/head index {where[:-1]}" if len(where) > 1 else ""
-        raise ValueError(
-            f"fully masked row: the mask blocks every key for query {where[-1]}{lead} "
-            f"(index {where}); each query needs at least one allowed key "
-            "(softmax would divide 0 by 0 and return NaN)."
-        )
+    if check_rows:
+        fully = np.all(m, axis=-1)
+        if np.any(fully):
+            raise ValueError(fully_masked_row_message(first_index(fully), who))
     return m

@@ -25,9 +25,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import masks
-from ._checks import mask_dtype_hint
+from ._checks import check_causal_lengths, check_scale, fully_masked_row_message, mask_dtype_hint
 
-__all__ = ["MultiHeadAttention", "check_torch_mask"]
+__all__ = ["MultiHeadAttention", "causal_mask_torch", "check_torch_mask"]
 
 _IMPLS = ("manual", "sdpa")
 
@@ -64,14 +64,11 @@ def check_torch_mask(mask, shape: tuple[int, ...], name: str = "mask", device=No
             f"{tuple(shape)} (..., Tq, Tk). A (B, Tk) padding mask goes in key_padding_mask= "
             "or is reshaped to (B, 1, 1, Tk) with mha.masks.key_padding_to_4d."
         )
-    fully = mask.expand(shape).all(dim=-1)
-    if check_rows and fully.any():
-        index = tuple(int(i) for i in torch.nonzero(fully)[0])
-        raise ValueError(
-            f"fully masked row: {name} blocks every key for the query at index {index} "
-            f"(leading dims, then query index {index[-1]}); each query needs at least one "
-            "allowed key (softmax would divide 0 by 0 and return NaN)."
-        )
+    if check_rows:
+        fully = mask.expand(shape).all(dim=-1)
+        if fully.any():
+            index = tuple(int(i) for i in torch.nonzero(fully)[0])
+            raise ValueError(fully_masked_row_message(index, f"the {name}"))
     return mask
 
 
@@ -84,14 +81,28 @@ class MultiHeadAttention(nn.Module):
     """Multi-head attention with ``H`` heads of width ``dh = d_model // H``.
 
     ``forward(query, key=None, value=None, mask=None, key_padding_mask=None,
-    need_weights=False)`` returns ``(out (B, Tq, C), weights (B, H, Tq, Tk) or
-    None)``. Self-attention when ``key`` is None; cross-attention otherwise
-    (``value`` defaults to ``key``; ``Tq != Tk`` is fine).
+    need_weights=False, *, average_attn_weights=False, is_causal=False,
+    scale=None)`` returns ``(out (B, Tq, C), weights or None)``. Self-attention
+    when ``key`` is None; cross-attention otherwise (``value`` defaults to
+    ``key``; ``Tq != Tk`` is fine).
+
+    Weights: None unless ``need_weights=True`` (``nn.MultiheadAttention``
+    defaults to True; here they cost a ``(B, H, Tq, Tk)`` tensor, so they are
+    asked for). Then ``(B, H, Tq, Tk)``, one map per head, or with
+    ``average_attn_weights=True`` their mean over heads ``(B, Tq, Tk)``: the
+    two shapes ``nn.MultiheadAttention`` returns for ``average_attn_weights``
+    False / True (whose default is True; here it is False, per-head).
 
     Masks use the package convention, bool **True = blocked**: ``mask`` is
     ``(Tq, Tk)``, ``(B, 1, 1, Tk)``, ``(B, 1, Tq, Tk)`` or ``(B, H, Tq, Tk)``;
-    ``key_padding_mask`` is ``(B, Tk)``, True on padded keys. Both may be given
-    (a key is blocked if either blocks it).
+    ``key_padding_mask`` is ``(B, Tk)``, True on padded keys. ``is_causal=True``
+    blocks the future, with the queries as the *last* Tq positions of the keys
+    (aligned lower-right, the KV cache's meaning; see :func:`causal_mask_torch`).
+    Any of the three may be combined: a key is blocked if any blocks it. Square
+    self-attention with ``is_causal`` and no other mask calls SDPA with its own
+    ``is_causal=True`` (fused kernels, no mask tensor); note that SDPA's own flag
+    aligns upper-left when ``Tq != Tk``, which this module never does.
+    ``scale`` (a number >= 0) replaces ``1/sqrt(dh)`` in both implementations.
 
     Parameters: ``q_proj, k_proj, v_proj`` (or one packed ``qkv`` of weight
     ``(3C, C)`` when ``packed_qkv=True``) and ``out_proj``, all ``nn.Linear``
@@ -108,7 +119,8 @@ class MultiHeadAttention(nn.Module):
     Refuses (message names the problem): ``d_model % n_heads != 0``; inputs not
     ``(B, T, C)``, of another dtype, or key/value batch or length mismatch; a
     non-bool mask; a mask that does not broadcast to ``(B, H, Tq, Tk)`` or is
-    neither 2-D nor 4-D; a fully masked row; ``need_weights`` with SDPA.
+    neither 2-D nor 4-D; a fully masked row; ``is_causal`` with ``Tq > Tk``; a
+    ``scale`` that is not a finite number >= 0; ``need_weights`` with SDPA.
     """
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0,
@@ -162,8 +174,9 @@ class MultiHeadAttention(nn.Module):
         return tuple((p.weight, p.bias) for p in (self.q_proj, self.k_proj, self.v_proj))
 
     def forward(self, query, key=None, value=None, mask=None, key_padding_mask=None,
-                need_weights: bool = False):
-        """``(out (B, Tq, C), weights (B, H, Tq, Tk) or None)``; see the class docstring."""
+                need_weights: bool = False, *, average_attn_weights: bool = False,
+                is_causal: bool = False, scale: float | None = None):
+        """``(out (B, Tq, C), weights or None)``; see the class docstring."""
         if need_weights and self.impl == "sdpa":
             raise ValueError("need_weights=True with impl='sdpa': SDPA does not return the "
                              "attention weights; use impl='manual' to get them.")
@@ -181,13 +194,19 @@ class MultiHeadAttention(nn.Module):
         if value.shape[:2] != key.shape[:2]:
             raise ValueError(f"key and value must share (B, Tk): key {tuple(key.shape)}, "
                              f"value {tuple(value.shape)}.")
-        blocked = self._combined_mask(mask, key_padding_mask, (b, self.n_heads, t_q, t_k),
-                                      query.device)
+        scale = 1.0 / math.sqrt(self.d_head) if scale is None else check_scale(scale)
+        # Square causal self-attention with no other mask goes to SDPA's own is_causal
+        # (its fused kernels); every other causal case becomes an explicit lower-right mask.
+        sdpa_causal = is_causal and mask is None and key_padding_mask is None and t_q == t_k
+        blocked = None
+        if not (sdpa_causal and self.impl == "sdpa"):
+            blocked = self._combined_mask(mask, key_padding_mask, (b, self.n_heads, t_q, t_k),
+                                          query.device, is_causal)
 
         q, k, v = self._project_qkv(query, key, value, self_attention)  # each (B, H, T, dh)
         weights = None
         if self.impl == "manual":
-            scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.d_head))  # (B, H, Tq, Tk)
+            scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, Tq, Tk)
             if blocked is not None:
                 # Before the softmax, so blocked keys get exactly 0 and rows still sum to 1.
                 scores = scores.masked_fill(blocked, float("-inf"))
@@ -200,11 +219,15 @@ class MultiHeadAttention(nn.Module):
                 q, k, v,
                 attn_mask=None if blocked is None else masks.to_sdpa(blocked),
                 dropout_p=self.dropout if self.training else 0.0,
+                is_causal=sdpa_causal, scale=scale,
             )
         # (B, H, Tq, dh) -> (B, Tq, H, dh) -> (B, Tq, C): after the transpose the memory is
         # no longer in (B, Tq, C) order, so reshape (which copies when needed), not view.
         merged = heads.transpose(1, 2).reshape(b, t_q, self.d_model)
-        return self.out_proj(merged), (weights if need_weights else None)
+        if not need_weights:
+            return self.out_proj(merged), None
+        # As nn.MultiheadAttention: the mean over heads (B, Tq, Tk), or every head (B, H, Tq, Tk).
+        return self.out_proj(merged), (weights.mean(dim=1) if average_attn_weights else weights)
 
     def _split_heads(self, x):
         # (B, T, C) -> (B, T, H, dh) -> (B, H, T, dh). The heads sit side by side along C,
@@ -234,7 +257,7 @@ class MultiHeadAttention(nn.Module):
                             f"convert one of them (e.g. x.to({own}) or module.to({x.dtype})).")
         return x
 
-    def _combined_mask(self, mask, key_padding_mask, shape, device):
+    def _combined_mask(self, mask, key_padding_mask, shape, device, is_causal=False):
         """One bool mask broadcastable to ``shape`` (B, H, Tq, Tk), True = blocked, or None."""
         parts = []
         if mask is not None:
@@ -254,12 +277,32 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError(f"key_padding_mask must be (B, Tk) = {(b, t_k)} with True = "
                                  f"padded; got shape {tuple(pad.shape)}.")
             parts.append(masks.key_padding_to_4d(pad))  # (B, 1, 1, Tk)
+        if is_causal:
+            t_q, t_k = shape[-2:]
+            check_causal_lengths(t_q, t_k)
+            causal = causal_mask_torch(t_q, t_k, device)  # (Tq, Tk), lower-right
+            if not parts:
+                return causal  # never blocks a whole row when Tq <= Tk
+            parts.append(causal)
         if not parts:
             return None
-        given = (("mask", mask), ("key_padding_mask", key_padding_mask))
+        given = (("mask", mask), ("key_padding_mask", key_padding_mask),
+                 ("is_causal", is_causal or None))
         name = " combined with ".join(n for n, m in given if m is not None)
         # Checked after combining: each part may leave open keys that the other blocks.
         return check_torch_mask(masks.combine(*parts), shape, name)
+
+
+def causal_mask_torch(t_q: int, t_k: int, device=None) -> torch.Tensor:
+    """``(Tq, Tk)`` bool tensor, True = blocked: the causal mask aligned lower-right.
+
+    Query ``i`` is position ``Tk - Tq + i`` of the keys (the KV cache's meaning, as
+    :func:`mha.masks.causal_mask` with ``t_k`` and
+    ``torch.nn.attention.bias.causal_lower_right``); for ``Tq == Tk`` it is the usual
+    triangle. Refuses ``Tq > Tk`` (``ValueError``: the first queries would see no key).
+    """
+    check_causal_lengths(t_q, t_k)
+    return torch.ones(t_q, t_k, dtype=torch.bool, device=device).triu(t_k - t_q + 1)
 
 
 _TRANSFER = {"to_nn_multihead", "from_nn_multihead", "to_numpy", "from_numpy",

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_mask, first_index, mask_dtype_hint
+from ._checks import check_causal_lengths, check_mask, first_index, mask_dtype_hint
 
 __all__ = [
     "causal_mask",
@@ -73,17 +73,28 @@ def mask_from_positions(query_positions, key_positions, window: int | None = Non
     return blocked
 
 
-def causal_mask(t: int, window: int | None = None) -> np.ndarray:
+def causal_mask(t: int, window: int | None = None, t_k: int | None = None) -> np.ndarray:
     """``(t, t)`` bool, True strictly above the diagonal: position ``i`` sees
     itself and everything before it, never the future.
 
     As an additive mask (:func:`to_additive`) that is 0 on and below the
     diagonal and ``-inf`` above it. ``window=w`` also blocks keys ``w`` or
     more positions back (a sliding window).
+
+    ``t_k`` gives ``(t, t_k)``: ``t`` queries that are the *last* ``t``
+    positions of ``t_k`` keys (aligned lower-right, the KV cache's meaning;
+    ``torch.nn.attention.bias.causal_lower_right`` is the same mask). Query
+    ``i`` sits at position ``t_k - t + i``: two queries over five keys block
+    only key 4 for query 0. Refuses ``t > t_k`` (the first queries would see no
+    key) and lengths that are not positive integers.
     """
     _require_length(t, "causal_mask")
-    pos = np.arange(int(t))
-    return mask_from_positions(pos, pos, window=window)
+    if t_k is None:
+        pos = np.arange(int(t))
+        return mask_from_positions(pos, pos, window=window)
+    _require_length(t_k, "causal_mask")
+    check_causal_lengths(int(t), int(t_k), f"causal_mask(t={t}, t_k={t_k})")
+    return mask_from_positions(np.arange(t_k - t, t_k), np.arange(int(t_k)), window=window)
 
 
 def padding_mask(lengths, t: int) -> np.ndarray:

@@ -70,7 +70,10 @@ class MultiHeadAttention:
     ``mha(x)`` is self-attention; ``mha(x, context)`` is cross-attention
     (queries from ``x (B, Tq, C)``, keys/values from ``context (B, Tk, C)``).
     ``mask`` follows the package convention (True = blocked), broadcastable
-    to ``(B, H, Tq, Tk)``. Returns ``(out (B, Tq, C), weights (B, H, Tq, Tk))``.
+    to ``(B, H, Tq, Tk)``; ``is_causal=True`` blocks the future with the queries
+    as the last Tq key positions (lower-right), and ``scale`` replaces
+    ``1/sqrt(dh)``, both as in :func:`mha.attention`. Returns
+    ``(out (B, Tq, C), weights (B, H, Tq, Tk))``.
 
     Parameters ``w_q, w_k, w_v, w_o`` are ``(C, C)`` arrays used as
     ``x @ w``; biases ``b_q, b_k, b_v, b_o`` are ``(C,)`` or None.
@@ -123,7 +126,8 @@ class MultiHeadAttention:
         y = x @ w
         return y if b is None else y + b
 
-    def __call__(self, x, context=None, mask=None):
+    def __call__(self, x, context=None, mask=None, *, is_causal: bool = False,
+                 scale: float | None = None):
         x = self._check_input(x, "x")
         if context is None:
             context = x
@@ -137,7 +141,8 @@ class MultiHeadAttention:
         q = split_heads(self._project(x, self.w_q, self.b_q), self.n_heads)  # (B, H, Tq, dh)
         k = split_heads(self._project(context, self.w_k, self.b_k), self.n_heads)  # (B, H, Tk, dh)
         v = split_heads(self._project(context, self.w_v, self.b_v), self.n_heads)  # (B, H, Tk, dh)
-        heads, weights = attention(q, k, v, mask=mask)  # (B, H, Tq, dh), (B, H, Tq, Tk)
+        # (B, H, Tq, dh), (B, H, Tq, Tk)
+        heads, weights = attention(q, k, v, mask=mask, scale=scale, is_causal=is_causal)
         out = self._project(merge_heads(heads), self.w_o, self.b_o)  # (B, Tq, C)
         return out, weights
 

@@ -24,13 +24,15 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import (
-    DTypeError,
     as_float_array,
+    check_causal_lengths,
     check_mask,
     check_real_dtype,
+    check_scale,
     first_index,
     to_float_exact,
 )
+from .masks import causal_mask
 
 __all__ = [
     "softmax",
@@ -107,17 +109,7 @@ def softmax(logits, axis: int = -1) -> np.ndarray:
 
 def _check_scale(scale, dtype) -> np.ndarray:
     """``scale`` as a 0-d array of ``dtype``; refuse what is not a finite number >= 0."""
-    s = np.asarray(scale)
-    if s.ndim != 0:
-        raise ValueError(f"scale must be a single number; got shape {s.shape}.")
-    if s.dtype == bool or s.dtype.kind not in "iuf":
-        raise DTypeError(f"scale must be a real number; got {scale!r} (dtype {s.dtype}).")
-    if not np.isfinite(s) or s < 0:
-        raise ValueError(
-            f"scale must be a finite number >= 0 (the default is 1/sqrt(d_k)); got {scale!r}. "
-            "A negative scale would turn the preferences upside down."
-        )
-    return s.astype(dtype)
+    return np.asarray(check_scale(scale)).astype(dtype)
 
 
 def scores(q, k, scale: float | None = None) -> np.ndarray:
@@ -153,7 +145,7 @@ def scores(q, k, scale: float | None = None) -> np.ndarray:
     return out
 
 
-def attention(q, k, v, mask=None, scale: float | None = None):
+def attention(q, k, v, mask=None, scale: float | None = None, is_causal: bool = False):
     """Scaled dot-product attention: ``softmax(q k^T * scale, blocked -> -inf) v``.
 
     Shapes: ``q (..., Tq, d_k)``, ``k (..., Tk, d_k)``, ``v (..., Tk, dv)``;
@@ -161,6 +153,14 @@ def attention(q, k, v, mask=None, scale: float | None = None):
     **True = blocked**, broadcastable to ``(..., Tq, Tk)``; blocked scores
     become ``-inf`` *before* the softmax, so blocked keys get weight exactly 0
     and each row still sums to 1. ``scale`` as in :func:`scores`.
+
+    ``is_causal=True`` also blocks the future. The queries are the *last* ``Tq``
+    positions of the keys (aligned lower-right, as with a KV cache): query ``i``
+    sits at position ``Tk - Tq + i`` and reads keys ``0 .. Tk - Tq + i``. For
+    ``Tq == Tk`` that is the usual causal mask; for two new queries over five
+    keys, query 0 reads keys 0-3 and query 1 all five. (SDPA's own
+    ``is_causal`` aligns upper-left when ``Tq != Tk``; this never does.) It
+    combines with ``mask``: a key is blocked if either blocks it.
 
     Returns ``(output, weights)`` with shapes ``(..., Tq, dv)`` and
     ``(..., Tq, Tk)``.
@@ -174,12 +174,22 @@ def attention(q, k, v, mask=None, scale: float | None = None):
     fewer than 2 dims, NaN or inf, integers not exactly representable,
     mismatched ``d_k`` between q and k, ``d_k = 0``, mismatched ``Tk`` between k
     and v, ``Tk = 0``, leading dims that do not broadcast, a bad ``scale``,
-    overflowing scores, a mask that does not broadcast, and a mask that blocks
+    overflowing scores, a mask that does not broadcast, ``is_causal`` with
+    ``Tq > Tk`` (the first queries would see no key), and a mask that blocks
     every key of a row.
     """
     q, k, v = _check_qkv(q, k, v)
     s = scores(q, k, scale)  # (..., Tq, Tk)
-    if mask is not None:
+    if is_causal:
+        t_q, t_k = s.shape[-2:]
+        check_causal_lengths(t_q, t_k)
+        blocked = causal_mask(t_q, t_k=t_k)  # (Tq, Tk), lower-right
+        if mask is not None:
+            blocked = check_mask(mask, s.shape, check_rows=False) | blocked
+        m = check_mask(blocked, s.shape, "the mask combined with is_causal"
+                       if mask is not None else "the causal mask")
+        s = np.where(m, -np.inf, s)
+    elif mask is not None:
         m = check_mask(mask, s.shape)
         s = np.where(m, -np.inf, s)
     weights = softmax(s, axis=-1)  # (..., Tq, Tk), rows sum to 1

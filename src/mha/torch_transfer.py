@@ -25,7 +25,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import masks
-from .layers import MultiHeadAttention, check_torch_mask
+from ._checks import check_dropout, check_scale
+from .layers import MultiHeadAttention, causal_mask_torch, check_torch_mask
 from .multihead import MultiHeadAttention as NumpyMultiHeadAttention
 
 __all__ = ["to_nn_multihead", "from_nn_multihead", "to_numpy", "from_numpy",
@@ -224,28 +225,55 @@ def _expand(m: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
                          "tgt_len must match the mask's axes or replace axes of size 1).") from None
 
 
-def sdpa_attention(q, k, v, mask=None, dropout_p: float = 0.0):
+def sdpa_attention(q, k, v, mask=None, dropout_p: float = 0.0, *, is_causal: bool = False,
+                   scale: float | None = None):
     """``F.scaled_dot_product_attention`` called with a package-convention mask.
 
     Shapes: ``q (..., Tq, dh)``, ``k (..., Tk, dh)``, ``v (..., Tk, dv)``, e.g.
-    ``(B, H, T, dh)``; returns ``(..., Tq, dv)``. Scale ``1/sqrt(dh)``.
+    ``(B, H, T, dh)``; returns ``(..., Tq, dv)``. Scale ``1/sqrt(dh)`` unless
+    ``scale`` (a number >= 0) is given.
     ``mask`` is bool, **True = blocked**, broadcastable to ``(..., Tq, Tk)``; it
     is inverted with :func:`mha.masks.to_sdpa` because SDPA's bool mask means
     True = allowed. q, k, v must be floating tensors of one dtype, which the
     output keeps. ``dropout_p`` is applied as given: SDPA is a function and
     knows nothing of ``train()`` / ``eval()``.
 
+    ``is_causal=True`` blocks the future with the queries as the *last* ``Tq``
+    key positions (aligned lower-right, as :func:`mha.attention`; the KV cache's
+    meaning). With ``Tq == Tk`` and no ``mask`` it is passed to SDPA as its own
+    ``is_causal=True`` (fused kernels, no mask tensor); otherwise it becomes an
+    explicit lower-right mask, combined with ``mask``, because SDPA's own flag
+    aligns upper-left when ``Tq != Tk``.
+
     Refuses: q, k, v that are not floating tensors, or a non-boolean mask
-    (``TypeError``); mismatched dtypes, widths, lengths or leading dims, a mask
-    that does not broadcast, and a fully masked row (``ValueError``; SDPA would
-    return NaN or zeros for it, depending on the kernel, instead of an error).
+    (``TypeError``); mismatched dtypes, widths, lengths or leading dims,
+    ``Tk = 0`` or ``dh = 0`` (SDPA returns zeros or averages V for them), a
+    ``dropout_p`` outside ``[0, 1)``, a bad ``scale``, ``is_causal`` with
+    ``Tq > Tk``, a mask that does not broadcast, and a fully masked row
+    (``ValueError``; SDPA would return NaN or zeros for it, depending on the
+    kernel, instead of an error).
     """
     lead = _check_qkv(q, k, v)
+    check_dropout(dropout_p, "dropout_p")
+    if scale is not None:
+        scale = check_scale(scale)
+    t_q, t_k = q.shape[-2], k.shape[-2]
+    if is_causal and mask is None and t_q == t_k:
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True,
+                                              scale=scale)
     attn_mask = None
-    if mask is not None:
-        shape = (*lead, q.shape[-2], k.shape[-2])
-        attn_mask = masks.to_sdpa(check_torch_mask(mask, shape, device=q.device))
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p)
+    if mask is not None or is_causal:
+        shape = (*lead, t_q, t_k)
+        blocked = None
+        if mask is not None:
+            blocked = check_torch_mask(mask, shape, device=q.device, check_rows=not is_causal)
+        if is_causal:
+            causal = causal_mask_torch(t_q, t_k, q.device)  # (Tq, Tk), lower-right
+            blocked = causal if blocked is None else check_torch_mask(
+                blocked | causal, shape, "mask combined with is_causal")
+        attn_mask = masks.to_sdpa(blocked)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p,
+                                          scale=scale)
 
 
 def _check_qkv(q, k, v) -> torch.Size:
@@ -260,6 +288,12 @@ def _check_qkv(q, k, v) -> torch.Size:
                          f"k {tuple(k.shape)}.")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same Tk: k {tuple(k.shape)}, v {tuple(v.shape)}.")
+    if q.shape[-1] == 0:
+        raise ValueError(f"q and k have no features (d_k=0, shapes {tuple(q.shape)} and "
+                         f"{tuple(k.shape)}); a dot product needs at least one.")
+    if k.shape[-2] == 0:
+        raise ValueError(f"k has no positions (Tk=0, shape {tuple(k.shape)}); every query needs "
+                         "at least one key.")
     try:
         return torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:

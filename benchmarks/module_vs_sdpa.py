@@ -1,0 +1,93 @@
+"""The package's SDPA path against calling SDPA directly, and against nn.MultiheadAttention.
+
+    .venv/bin/python benchmarks/module_vs_sdpa.py [--repeats 3]
+
+For each (B, T, C, H), float32, ``torch.no_grad()``, forward only, self-attention:
+
+* ``ours``: ``mha.layers.MultiHeadAttention(impl="sdpa")(x, is_causal=...)``;
+* ``direct``: the same module's projections written out around one
+  ``F.scaled_dot_product_attention`` call (the floor the module can reach);
+* ``nn``: ``nn.MultiheadAttention`` with the same weights, ``need_weights=False``
+  (causal: ``attn_mask`` = the (T, T) causal mask and ``is_causal=True``, as its
+  docs ask).
+
+Prints the median time of each (after one warm-up call, calls interleaved so that
+drift hits all three alike) and the ratios ours / direct and ours / nn. Measured,
+never asserted in ``make test``; on a shared machine the ratios move by a few
+per cent from run to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+
+from mha.layers import MultiHeadAttention
+from mha.torch_transfer import to_nn_multihead
+
+SHAPES = [(8, 256, 512, 8), (4, 1024, 512, 8), (1, 4096, 256, 4)]
+
+
+def direct(module: MultiHeadAttention, x: torch.Tensor, is_causal: bool) -> torch.Tensor:
+    """The module's computation with nothing around SDPA: no checks, no mask handling."""
+    b, t, c = x.shape
+    h, dh = module.n_heads, module.d_head
+    (wq, bq), (wk, bk), (wv, bv) = module.in_projections()
+    q, k, v = (F.linear(x, w, bias).view(b, t, h, dh).transpose(1, 2)
+               for w, bias in ((wq, bq), (wk, bk), (wv, bv)))  # each (B, H, T, dh)
+    heads = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)  # (B, H, T, dh)
+    return module.out_proj(heads.transpose(1, 2).reshape(b, t, c))
+
+
+def measure(shape, is_causal: bool, repeats: int) -> dict[str, float]:
+    b, t, c, h = shape
+    torch.manual_seed(0)
+    module = MultiHeadAttention(c, h, impl="sdpa").eval()
+    reference = to_nn_multihead(module).eval()
+    x = torch.randn(b, t, c)
+    causal = torch.ones(t, t, dtype=torch.bool).triu(1)  # True = blocked, as nn reads it
+    nn_kw = {"attn_mask": causal, "is_causal": True} if is_causal else {}
+    calls = {
+        "ours": lambda: module(x, is_causal=is_causal),
+        "direct": lambda: direct(module, x, is_causal),
+        "nn": lambda: reference(x, x, x, need_weights=False, **nn_kw),
+    }
+    times = {name: [] for name in calls}
+    with torch.no_grad():
+        out = {name: call() for name, call in calls.items()}  # warm-up
+        out["ours"] = out["ours"][0]
+        out["nn"] = out["nn"][0]
+        worst = max(float((out[n] - out["direct"]).abs().max()) for n in ("ours", "nn"))
+        for _ in range(repeats):
+            for name, call in calls.items():
+                start = time.perf_counter()
+                call()
+                times[name].append(time.perf_counter() - start)
+    medians = {name: statistics.median(ts) for name, ts in times.items()}
+    medians["max_abs_diff"] = worst
+    return medians
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, no_grad, "
+          f"forward, median of {args.repeats}")
+    print(f"{'(B, T, C, H)':>20} {'causal':>6} {'ours ms':>8} {'direct ms':>9} {'nn ms':>7} "
+          f"{'ours/direct':>11} {'ours/nn':>7} {'max|diff|':>9}")
+    for shape in SHAPES:
+        for is_causal in (False, True):
+            m = measure(shape, is_causal, args.repeats)
+            print(f"{str(shape):>20} {str(is_causal):>6} {1e3 * m['ours']:8.1f} "
+                  f"{1e3 * m['direct']:9.1f} {1e3 * m['nn']:7.1f} "
+                  f"{m['ours'] / m['direct']:11.3f} {m['ours'] / m['nn']:7.3f} "
+                  f"{m['max_abs_diff']:9.1e}")
+
+
+if __name__ == "__main__":
+    main()
