@@ -42,7 +42,7 @@ __all__ = [
 # Submodules that pull in heavy libraries load on first attribute access.
 _LAZY = {
     "layers", "torch_transfer", "plot", "widgets", "checks", "kv_cache", "decoder", "induction",
-    "tiled", "broken", "checkup", "numerical", "scaling", "compare",
+    "tiled", "broken", "checkup", "numerical", "scaling", "rope", "compare",
 }
 
 

@@ -1,0 +1,310 @@
+"""A tiny decoder-only language model that can run with a KV cache.
+
+Token embedding, then ``n_layers`` pre-norm blocks (``x + attn(norm(x))``,
+``x + mlp(norm(x))``), a final norm and a head (its own ``(V, C)`` matrix, or
+the embedding's with ``tie_weights=True``). Positions enter through rotary
+embeddings (:mod:`mha.rope`) on q and k only. Attention is grouped-query
+when ``n_kv_heads < n_heads``: each K/V head serves ``n_heads // n_kv_heads``
+consecutive query heads, so the cache holds ``n_kv_heads`` heads per layer
+(multi-query attention is ``n_kv_heads = 1``).
+
+Masks follow the package convention (bool, **True = blocked**) and are built
+from *absolute positions* with :func:`mha.masks.mask_from_positions`: a query
+at position ``p`` may read a cached key at position ``<= p``. They cross into
+SDPA with :func:`mha.masks.to_sdpa`. One new query over keys that are all
+real (no padding, no window) needs no mask at all, and gets none.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import masks
+from .kv_cache import KVCache
+from .layers import check_torch_mask
+from .rope import apply_rope
+
+__all__ = ["Attention", "Block", "TinyDecoder", "attention_mask", "generate", "gqa_attention",
+           "logits_in_chunks", "repeat_kv"]
+
+_IMPLS = ("manual", "sdpa")
+
+
+def repeat_kv(x, n_rep: int):
+    """``(B, H_kv, T, dh)`` -> ``(B, H_kv * n_rep, T, dh)``, each head repeated in place.
+
+    ``repeat_interleave`` gives heads ``[0, 0, 1, 1]`` for ``n_rep = 2``: query
+    head ``h`` reads K/V head ``h // n_rep``, as SDPA's ``enable_gqa=True`` does.
+    ``x.repeat(1, n_rep, 1, 1)`` would give ``[0, 1, 0, 1]``: the right shape,
+    the wrong heads, no error.
+    """
+    return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)
+
+
+def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
+    """Grouped-query attention: ``q (B, H, Tq, dh)``, ``k, v (B, H_kv, Tk, dh)`` -> ``q``'s shape.
+
+    ``H`` must be a multiple of ``H_kv``. ``mask`` is bool, True = blocked,
+    broadcastable to ``(B, H, Tq, Tk)``, or None. ``impl="manual"`` repeats the
+    K/V heads with :func:`repeat_kv` and writes softmax attention out;
+    ``impl="sdpa"`` calls ``F.scaled_dot_product_attention(..., enable_gqa=True)``
+    with the mask converted by :func:`mha.masks.to_sdpa`. q, k, v share one
+    floating dtype, which the output keeps. Scale ``1/sqrt(dh)``.
+
+    Refuses ``H`` not a multiple of ``H_kv``, mismatched batch, width or dtype,
+    an unknown ``impl``, and the masks :func:`mha.layers.check_torch_mask`
+    refuses (non-bool, not broadcastable, a fully masked row).
+    """
+    if impl not in _IMPLS:
+        raise ValueError(f"impl must be one of {_IMPLS}; got {impl!r}.")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.ndim != 4:
+            raise TypeError(f"{name} must be a floating tensor (B, H, T, dh); got "
+                            f"{getattr(t, 'dtype', type(t).__name__)} "
+                            f"{tuple(getattr(t, 'shape', ()))}.")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"q, k, v must share one dtype; got {q.dtype}, {k.dtype}, {v.dtype}.")
+    (b, h, t_q, dh), (bk, h_kv, t_k, dhk) = q.shape, k.shape
+    if k.shape != v.shape or bk != b or dhk != dh:
+        raise ValueError(f"q (B, H, Tq, dh) and k, v (B, H_kv, Tk, dh) must share B and dh; got "
+                         f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}.")
+    if h % h_kv:
+        raise ValueError(f"n_heads={h} is not a multiple of n_kv_heads={h_kv}: every K/V head "
+                         "must serve the same number of query heads.")
+    if mask is not None:
+        mask = check_torch_mask(mask, (b, h, t_q, t_k), "mask", q.device)
+    if impl == "sdpa":
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=None if mask is None else masks.to_sdpa(mask),
+            enable_gqa=h != h_kv)
+    k, v = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)  # (B, H, Tk, dh)
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(dh)  # (B, H, Tq, Tk)
+    if mask is not None:
+        scores = scores.masked_fill(mask, float("-inf"))
+    return scores.softmax(dim=-1) @ v  # (B, H, Tq, dh)
+
+
+def attention_mask(query_positions, key_positions, key_padding=None, window=None):
+    """The decoder's mask ``(B, 1, Tq, Tk)`` bool (True = blocked), or None if it blocks nothing.
+
+    ``query_positions (B, Tq)`` and ``key_positions (B, Tk)`` are absolute
+    positions (long); the new queries are the last ``Tq`` of the ``Tk`` keys.
+    Key ``j`` is blocked for query ``i`` when ``key_pos[j] > query_pos[i]`` (the
+    future, :func:`mha.masks.mask_from_positions`), when it is ``window`` or
+    more positions back, or when ``key_padding[:, j]`` (B, Tk) is True. A
+    query that is padding itself reads only its own key (its output is never
+    used; this keeps its row from being fully masked).
+
+    One query (``Tq == 1``) with no padding and no window returns None without
+    building anything: the newest token may read every cached key.
+    """
+    b, t_q = query_positions.shape
+    t_k = key_positions.shape[1]
+    padded = key_padding is not None and bool(key_padding.any())
+    if t_q == 1 and not padded and window is None:
+        return None
+    qp, kp = query_positions.cpu().numpy(), key_positions.cpu().numpy()
+    rows = [masks.mask_from_positions(qp[i], kp[i], window=window) for i in range(b)]
+    blocked = torch.from_numpy(np.stack(rows)).to(query_positions.device)  # (B, Tq, Tk)
+    if padded:
+        blocked |= key_padding[:, None, :]
+        own = torch.arange(t_q, device=blocked.device) + (t_k - t_q)  # each query's own key slot
+        query_pad = key_padding[:, t_k - t_q:]  # (B, Tq)
+        self_only = torch.ones_like(blocked).scatter_(
+            2, own.expand(b, t_q)[..., None], False)  # (B, Tq, Tk): False on the own slot
+        blocked = torch.where(query_pad[..., None], self_only, blocked)
+    return blocked[:, None] if bool(blocked.any()) else None
+
+
+class Attention(nn.Module):
+    """Causal self-attention with rotary positions and ``n_kv_heads`` K/V heads.
+
+    ``forward(x (B, T, C), positions (B, T) long, mask (B, 1, T, Tk) or None,
+    cache=None)`` -> ``(B, T, C)``. With a :class:`mha.kv_cache.LayerCache` the
+    rotated k and the v of the new tokens are appended and attention reads all
+    cached keys (``Tk`` = cached + new). Projections: ``q (H * dh, C)``,
+    ``k, v (H_kv * dh, C)``, ``out (C, C)``, no bias.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
+                 rope_base: float = 10000.0, impl: str = "manual"):
+        super().__init__()
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        if d_model % n_heads or n_heads % n_kv_heads or (d_model // n_heads) % 2:
+            raise ValueError(f"need d_model={d_model} divisible by n_heads={n_heads}, n_heads by "
+                             f"n_kv_heads={n_kv_heads}, and an even head width for RoPE.")
+        if impl not in _IMPLS:
+            raise ValueError(f"impl must be one of {_IMPLS}; got {impl!r}.")
+        self.n_heads, self.n_kv_heads, self.d_head = n_heads, n_kv_heads, d_model // n_heads
+        self.rope_base, self.impl = rope_base, impl
+        self.q_proj = nn.Linear(d_model, d_model, bias=False)
+        self.k_proj = nn.Linear(d_model, n_kv_heads * self.d_head, bias=False)
+        self.v_proj = nn.Linear(d_model, n_kv_heads * self.d_head, bias=False)
+        self.out_proj = nn.Linear(d_model, d_model, bias=False)
+
+    def _split(self, x, n):  # (B, T, n * dh) -> (B, T, n, dh) -> (B, n, T, dh)
+        return x.unflatten(-1, (n, self.d_head)).transpose(1, 2)
+
+    def forward(self, x, positions, mask=None, cache=None):
+        q = apply_rope(self._split(self.q_proj(x), self.n_heads), positions, self.rope_base)
+        k = apply_rope(self._split(self.k_proj(x), self.n_kv_heads), positions, self.rope_base)
+        v = self._split(self.v_proj(x), self.n_kv_heads)  # (B, H_kv, T, dh)
+        if cache is not None:
+            k, v = cache.append(k, v)  # (B, H_kv, Tk, dh): the past and the new tokens
+        heads = gqa_attention(q, k, v, mask, self.impl)  # (B, H, T, dh)
+        return self.out_proj(heads.transpose(1, 2).flatten(2))  # (B, T, C)
+
+
+class Block(nn.Module):
+    """Pre-norm block: ``x + attn(norm1(x))``, then ``x + mlp(norm2(x))`` (RMSNorm, GELU MLP)."""
+
+    def __init__(self, d_model, n_heads, n_kv_heads=None, d_mlp=None, rope_base=10000.0,
+                 impl="manual"):
+        super().__init__()
+        self.norm1, self.norm2 = nn.RMSNorm(d_model), nn.RMSNorm(d_model)
+        self.attn = Attention(d_model, n_heads, n_kv_heads, rope_base, impl)
+        d_mlp = 4 * d_model if d_mlp is None else d_mlp
+        self.mlp = nn.Sequential(nn.Linear(d_model, d_mlp), nn.GELU(), nn.Linear(d_mlp, d_model))
+
+    def forward(self, x, positions, mask=None, cache=None):
+        x = x + self.attn(self.norm1(x), positions, mask, cache)
+        return x + self.mlp(self.norm2(x))
+
+
+class TinyDecoder(nn.Module):
+    """Decoder-only model: ``forward(tokens, positions=None, cache=None, padding=None)`` -> logits.
+
+    ``tokens (B, T_new)`` long in ``0..vocab_size-1``; returns ``(B, T_new, V)``
+    in the parameters' dtype. ``cache`` is a :class:`mha.kv_cache.KVCache` from
+    :meth:`new_cache` (or None: the tokens are the whole sequence).
+    ``padding (B, T_new)`` bool marks padding tokens (True), e.g. the left
+    padding of a batched prompt. ``positions`` (``(T_new,)`` or ``(B, T_new)``)
+    defaults to each sequence's next position (:meth:`KVCache.next_positions`,
+    0 without a cache) counting only real tokens, so a left-padded prompt takes
+    its positions from its padding and starts at 0 like the same prompt alone.
+    ``window`` makes attention a sliding window of that many positions.
+
+    Refuses tokens that are not a ``(B, T)`` integer tensor or lie outside the
+    vocabulary, padding of another shape, a cache with another number of
+    layers, and what the cache refuses (batch, dtype, ``max_len``).
+    """
+
+    def __init__(self, vocab_size: int, d_model: int = 32, n_heads: int = 4,
+                 n_kv_heads: int | None = None, n_layers: int = 2, d_mlp: int | None = None,
+                 tie_weights: bool = False, rope_base: float = 10000.0,
+                 window: int | None = None, impl: str = "manual"):
+        super().__init__()
+        self.vocab_size, self.window = vocab_size, window
+        self.embed = nn.Embedding(vocab_size, d_model)
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, n_kv_heads, d_mlp, rope_base, impl)
+                                    for _ in range(n_layers))
+        self.norm = nn.RMSNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        if tie_weights:
+            self.head.weight = self.embed.weight  # one (V, C) matrix reads tokens in and out
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.blocks)
+
+    def new_cache(self, max_len: int | None = None) -> KVCache:
+        """An empty :class:`mha.kv_cache.KVCache` with one layer cache per block."""
+        return KVCache(self.n_layers, max_len)
+
+    def forward(self, tokens, positions=None, cache=None, padding=None):
+        tokens = self._check_tokens(tokens)
+        b, t = tokens.shape
+        if padding is None:
+            padding = torch.zeros(b, t, dtype=torch.bool, device=tokens.device)
+        elif not isinstance(padding, torch.Tensor) or padding.dtype != torch.bool or \
+                tuple(padding.shape) != (b, t):
+            raise TypeError(f"padding must be a bool tensor (B, T) = {(b, t)}, True = padding.")
+        if cache is not None and cache.n_layers != self.n_layers:
+            raise ValueError(f"the cache has {cache.n_layers} layers, the model {self.n_layers}.")
+        if positions is None:
+            start = cache.next_positions(b, tokens.device) if cache is not None else \
+                torch.zeros(b, dtype=torch.long, device=tokens.device)
+            # Real tokens count 0, 1, 2, ... from the start; padding before them takes the start.
+            positions = start[:, None] + ((~padding).cumsum(dim=1) - 1).clamp(min=0)
+        else:
+            positions = torch.as_tensor(positions, device=tokens.device).expand(b, t)
+        key_positions, key_padding = positions, padding
+        if cache is not None:
+            key_positions, key_padding = cache.add_tokens(positions, padding)  # (B, Tk)
+        mask = attention_mask(positions, key_positions, key_padding, self.window)
+        x = self.embed(tokens)  # (B, T, C)
+        for i, block in enumerate(self.blocks):
+            x = block(x, positions, mask, None if cache is None else cache[i])
+        return self.head(self.norm(x))  # (B, T, V)
+
+    def _check_tokens(self, tokens):
+        if not isinstance(tokens, torch.Tensor) or tokens.dtype.is_floating_point or \
+                tokens.dtype == torch.bool or tokens.ndim != 2:
+            raise TypeError(f"tokens must be an integer tensor (B, T); got "
+                            f"{getattr(tokens, 'dtype', type(tokens).__name__)} "
+                            f"{tuple(getattr(tokens, 'shape', ()))}.")
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
+            raise ValueError(f"tokens must lie in 0..{self.vocab_size - 1}; got "
+                             f"{int(tokens.min())}..{int(tokens.max())}.")
+        return tokens
+
+
+@torch.no_grad()
+def generate(model: TinyDecoder, prompt, n_new: int, use_cache: bool = True, padding=None,
+             cache: KVCache | None = None):
+    """Greedy decoding: ``(tokens (B, n_new), logits (B, n_new, V))``.
+
+    ``prompt (B, T0)`` long, ``padding (B, T0)`` bool for a left-padded batch.
+    With ``use_cache`` the prompt is run once (prefill) and each step feeds only
+    the newest token; without it, each step reruns the whole sequence so far.
+    ``logits[:, s]`` are the logits that chose token ``s``. A ``cache`` passed
+    in is used as it is, **not reset**: pass an empty one for a new prompt.
+    """
+    if isinstance(n_new, bool) or not isinstance(n_new, int) or n_new < 1:
+        raise ValueError(f"n_new must be a positive int; got {n_new!r}.")
+    b = prompt.shape[0]
+    pad = torch.zeros(prompt.shape, dtype=torch.bool) if padding is None else padding
+    no_pad = torch.zeros(b, 1, dtype=torch.bool)
+    if use_cache:
+        cache = model.new_cache() if cache is None else cache
+        step_logits = model(prompt, cache=cache, padding=pad)[:, -1]  # prefill
+    else:
+        seq = prompt
+        step_logits = model(seq, padding=pad)[:, -1]
+    tokens, logits = [], []
+    for step in range(n_new):
+        logits.append(step_logits)
+        nxt = step_logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+        tokens.append(nxt)
+        if step == n_new - 1:
+            break
+        if use_cache:
+            step_logits = model(nxt, cache=cache)[:, -1]
+        else:
+            seq, pad = torch.cat((seq, nxt), dim=1), torch.cat((pad, no_pad), dim=1)
+            step_logits = model(seq, padding=pad)[:, -1]
+    return torch.cat(tokens, dim=1), torch.stack(logits, dim=1)
+
+
+@torch.no_grad()
+def logits_in_chunks(model: TinyDecoder, tokens, chunks, padding=None):
+    """Logits ``(B, T, V)`` of a fixed sequence fed through one cache chunk by chunk.
+
+    ``chunks`` lists the chunk lengths, summing to ``T`` (``[T]``: one-shot
+    prefill; ``[4, 1, 1, ...]``: prefill then one token at a time). Compare
+    with ``model(tokens)`` to check the cache.
+    """
+    if sum(chunks) != tokens.shape[1] or min(chunks) < 1:
+        raise ValueError(f"chunk lengths {list(chunks)} must be positive and sum to "
+                         f"T={tokens.shape[1]}.")
+    cache, out, start = model.new_cache(), [], 0
+    for n in chunks:
+        part = None if padding is None else padding[:, start:start + n]
+        out.append(model(tokens[:, start:start + n], cache=cache, padding=part))
+        start += n
+    return torch.cat(out, dim=1)

@@ -1,0 +1,85 @@
+"""Rotary position embeddings (RoPE): positions enter as rotations of q and k.
+
+Each head vector of width ``dh`` is cut into ``dh / 2`` pairs; pair ``i`` is
+rotated by the angle ``position * base ** (-2 i / dh)``. Here a pair is
+``(x[i], x[i + dh/2])`` (the "half" layout of GPT-NeoX and Llama in Hugging
+Face); the original paper pairs neighbours ``(x[2i], x[2i + 1])``. Both give
+the same property, the reason RoPE exists: the score of a query at position
+``m`` with a key at position ``n`` depends on the positions only through
+``m - n``.
+
+Only q and k are rotated, never v; a KV cache stores k *after* rotation, so a
+cached key keeps the position it was computed at. The position of a new token
+must therefore continue from what the cache holds; restarting at 0 is a
+classic bug that lesson 08 shows.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["apply_rope", "rope_angles"]
+
+
+def rope_angles(positions, d_head: int, base: float = 10000.0, dtype=torch.float32):
+    """``(cos, sin)``, each ``positions.shape + (dh / 2,)``, in ``dtype`` (float32).
+
+    ``positions`` is an integer tensor of any shape, e.g. ``(T,)`` or
+    ``(B, T)``; its entries are absolute positions (negative ones are allowed:
+    a rotation by a negative angle). Angle of pair ``i``:
+    ``position * base ** (-2 i / dh)``. Computed in float64 and returned in
+    ``dtype``, so large positions do not lose precision before the cos and sin.
+
+    Refuses a non-integer ``positions`` (``TypeError``: a float position is
+    usually a mask or a length passed by mistake), an odd or non-positive
+    ``d_head`` and a ``base`` not above 1 (``ValueError``).
+    """
+    if not isinstance(positions, torch.Tensor):
+        positions = torch.as_tensor(positions)
+    if positions.dtype.is_floating_point or positions.dtype.is_complex or \
+            positions.dtype == torch.bool:
+        raise TypeError(f"positions must be an integer tensor (absolute positions); "
+                        f"got {positions.dtype}.")
+    if isinstance(d_head, bool) or not isinstance(d_head, int) or d_head < 2 or d_head % 2:
+        raise ValueError(f"RoPE rotates pairs of channels, so d_head must be a positive even "
+                         f"int; got {d_head!r}.")
+    if not base > 1:
+        raise ValueError(f"base must be above 1; got {base!r}.")
+    half = d_head // 2
+    inv_freq = base ** (-torch.arange(half, dtype=torch.float64) * 2 / d_head)  # (dh/2,)
+    angles = positions.to(torch.float64)[..., None] * inv_freq  # (..., dh/2)
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def apply_rope(x, positions, base: float = 10000.0):
+    """Rotate ``x (B, H, T, dh)`` by the positions of its tokens.
+
+    ``positions`` is an integer tensor ``(T,)`` (the same positions for every
+    sequence) or ``(B, T)`` (one row per sequence, e.g. from a left-padded
+    batch). The output has ``x``'s shape and dtype (the rotation is computed
+    in float32 for bfloat16 / float16 input, in ``x``'s dtype otherwise).
+    Position 0 leaves ``x`` unchanged; every rotation keeps each pair's norm.
+
+    Refuses a non-tensor or non-floating ``x`` and ``x`` that is not 4-D
+    (``TypeError`` / ``ValueError``), positions whose length is not ``T`` or
+    whose batch is not ``B``, and everything :func:`rope_angles` refuses.
+    """
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"apply_rope rotates a floating tensor (B, H, T, dh); got "
+                        f"{getattr(x, 'dtype', type(x).__name__)}.")
+    if x.ndim != 4:
+        raise ValueError(f"apply_rope takes x as (B, H, T, dh); got shape {tuple(x.shape)}.")
+    b, _, t, dh = x.shape
+    positions = torch.as_tensor(positions, device=x.device)
+    if positions.ndim == 1 and positions.shape[0] == t:
+        pass
+    elif positions.ndim == 2 and tuple(positions.shape) == (b, t):
+        positions = positions[:, None]  # (B, 1, T): the same rotation for every head
+    else:
+        raise ValueError(f"positions must be (T,) = ({t},) or (B, T) = {(b, t)} for x of shape "
+                         f"{tuple(x.shape)}; got shape {tuple(positions.shape)}.")
+    work = torch.float32 if x.dtype in (torch.bfloat16, torch.float16) else x.dtype
+    cos, sin = rope_angles(positions, dh, base, work)  # (T, dh/2) or (B, 1, T, dh/2)
+    first, second = x.to(work).chunk(2, dim=-1)  # pair i is (first[i], second[i])
+    rotated = torch.cat((first * cos - second * sin, first * sin + second * cos), dim=-1)
+    return rotated.to(x.dtype)
