@@ -221,3 +221,65 @@ def test_missing_gradients_skips_frozen_parameters():
     model.unused.requires_grad_(False)
     model(torch.ones(1, 2)).sum().backward()
     assert compare.missing_gradients(model) == []
+
+
+# -- migration_checks -------------------------------------------------------------
+
+def run_ours(module, x):
+    return module(x, mask=CAUSAL)[0]
+
+
+def run_theirs(module, x):
+    return compare.run_nn_multihead(module, x, mask=CAUSAL, need_weights=False)[0]
+
+
+def test_migration_checks_all_pass_for_a_faithful_copy():
+    module = compare.seeded_module(C, H)
+    checks = compare.migration_checks(module, to_nn_multihead(module), query(), run_ours,
+                                      run_theirs, atol=1e-12)
+    assert checks == dict.fromkeys(["outputs agree", "input gradients agree",
+                                    "every parameter gets a gradient", "eval() is deterministic",
+                                    "batch items are independent"], True)
+
+
+def test_migration_checks_see_different_weights():
+    module, other = compare.seeded_module(C, H, seed=0), compare.seeded_module(C, H, seed=1)
+    checks = compare.migration_checks(module, to_nn_multihead(other), query(), run_ours,
+                                      run_theirs, atol=1e-12)
+    assert not checks["outputs agree"] and not checks["input gradients agree"]
+
+
+def test_migration_checks_see_an_unused_parameter():
+    ours, theirs = UsesOneOfTwo().double(), UsesOneOfTwo().double()
+    theirs.load_state_dict(ours.state_dict())
+    x = torch.ones(2, 3, 2, dtype=torch.float64)
+    checks = compare.migration_checks(ours, theirs, x, lambda m, x: m(x), lambda m, x: m(x),
+                                      atol=1e-12)
+    assert checks["outputs agree"] and not checks["every parameter gets a gradient"]
+
+
+def test_migration_checks_see_dropout_left_on_in_eval():
+    class AlwaysDrops(nn.Module):
+        def forward(self, x):
+            return torch.nn.functional.dropout(x, p=0.5, training=True)
+
+    x = query()
+    checks = compare.migration_checks(AlwaysDrops(), AlwaysDrops(), x, lambda m, x: m(x),
+                                      lambda m, x: m(x), atol=1e-12)
+    assert not checks["eval() is deterministic"]
+
+
+def test_migration_checks_see_batch_items_mixed():
+    def mixes(module, x):
+        return x + x.mean(dim=0, keepdim=True)  # every item reads the others
+
+    checks = compare.migration_checks(nn.Identity(), nn.Identity(), query(), mixes, mixes,
+                                      atol=1e-12)
+    assert not checks["batch items are independent"] and checks["outputs agree"]
+
+
+def test_migration_checks_refuse_a_batch_of_one():
+    module = compare.seeded_module(C, H)
+    with pytest.raises(ValueError, match="batch of at least 2"):
+        compare.migration_checks(module, to_nn_multihead(module), query()[:1], run_ours,
+                                 run_theirs, atol=1e-12)
