@@ -108,6 +108,19 @@ def test_matches_autograd_with_a_causal_mask():
                        torch_grads(q, k, v, g, mask=mask))
 
 
+def test_is_causal_gives_the_gradients_of_the_explicit_causal_mask():
+    q, k, v, g = random_case(np.random.default_rng(16), (5, 3), (5, 3), (5, 2))
+    assert_grads_close(mha.attention_backward(q, k, v, g, is_causal=True),
+                       mha.attention_backward(q, k, v, g, mask=mha.causal_mask(5)), atol=0)
+
+
+def test_is_causal_with_fewer_queries_than_keys_aligns_lower_right():
+    q, k, v, g = random_case(np.random.default_rng(17), (2, 3), (5, 3), (5, 2))
+    lower_right = np.triu(np.ones((2, 5), dtype=bool), k=4)  # queries at positions 3 and 4
+    assert_grads_close(mha.attention_backward(q, k, v, g, is_causal=True),
+                       torch_grads(q, k, v, g, mask=lower_right))
+
+
 def test_blocked_entries_get_exactly_zero_d_scores():
     q, k, v, g = random_case(np.random.default_rng(7), (6, 3), (6, 3), (6, 2))
     mask = mha.causal_mask(6)

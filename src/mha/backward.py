@@ -71,7 +71,8 @@ class AttentionGrads(NamedTuple):
     d_scores: np.ndarray  # dL/dS, (..., Tq, Tk), S already scaled and masked
 
 
-def attention_backward(q, k, v, d_out, mask=None, scale: float | None = None) -> AttentionGrads:
+def attention_backward(q, k, v, d_out, mask=None, scale: float | None = None,
+                       is_causal: bool = False) -> AttentionGrads:
     """Backward pass of :func:`attention`, written out stage by stage.
 
     With ``S = q k^T * scale`` (blocked entries set to ``-inf``),
@@ -83,7 +84,7 @@ def attention_backward(q, k, v, d_out, mask=None, scale: float | None = None) ->
     * ``dQ = dS K * scale``                          ``(..., Tq, d_k)``
     * ``dK = dS^T Q * scale``                        ``(..., Tk, d_k)``
 
-    Shapes and ``mask`` / ``scale`` as in :func:`attention`; ``d_out`` has the
+    Shapes and ``mask`` / ``scale`` / ``is_causal`` as in :func:`attention`; ``d_out`` has the
     output's shape ``(..., Tq, dv)``, leading dims already broadcast. A blocked
     entry has ``A = 0`` and so ``dS = 0``: no gradient flows through a masked
     path. Where q, k or v was broadcast over a leading dim (one k shared by
@@ -99,7 +100,7 @@ def attention_backward(q, k, v, d_out, mask=None, scale: float | None = None) ->
     q, k, v = _check_qkv(q, k, v)
     if scale is None:
         scale = 1.0 / np.sqrt(q.shape[-1])
-    out, a = attention(q, k, v, mask=mask, scale=scale)  # (..., Tq, dv), (..., Tq, Tk)
+    out, a = attention(q, k, v, mask=mask, scale=scale, is_causal=is_causal)  # (..., Tq, dv/Tk)
     g = as_float_array(d_out, "d_out")
     if g.shape != out.shape:
         raise ValueError(
