@@ -9,7 +9,6 @@ drag or a click takes) and reports the median and maximum of
 
 from __future__ import annotations
 
-import itertools
 import statistics
 
 from mha.widgets import MaskExplorer, ScalingExplorer, WeightedSumExplorer
@@ -17,8 +16,11 @@ from mha.widgets import MaskExplorer, ScalingExplorer, WeightedSumExplorer
 
 def drive_weighted_sum(n):
     e = WeightedSumExplorer()
-    for value in itertools.islice(itertools.cycle([0.0, 0.25, 0.5, 0.75, 1.0]), n):
-        e.slider.value = value
+    for i in range(n):
+        if i % 3 == 2:
+            e.length_slider.value = [0.0, 1.5, 3.0, 6.0][i % 4]
+        else:
+            e.angle_slider.value = -180.0 + (35.0 * i) % 360.0
     return e
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from mha.plot import convex_hull_2d, hull_picture
+from mha.plot.words import word_maps
 
 TRIANGLE = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 3.0]])
 
@@ -78,3 +79,43 @@ def test_hull_picture_refuses_readouts_that_are_not_a_dict():
 def test_hull_picture_refuses_a_wrong_number_of_names():
     with pytest.raises(ValueError, match="names"):
         hull_picture(TRIANGLE, {"r": [0.0, 0.0]}, value_names=["a", "b"])
+
+
+def test_hull_picture_names_the_values_from_v0_as_the_code_counts():
+    artists = hull_picture(TRIANGLE, {"r": [1.0, 1.0]})
+    names = [t.get_text() for t in artists["ax"].texts]
+    assert names == ["v0", "v1", "v2"]
+
+
+# -- word_maps ------------------------------------------------------------------
+
+WORDS = ["my", "cat", "chased"]
+
+
+def test_word_maps_draws_each_panel_as_given():
+    first, second = np.full((3, 3), 1 / 3), np.eye(3)
+    drawn = word_maps([("average", first), ("own rows", second)], WORDS)
+    np.testing.assert_array_equal(drawn["images"][0].get_array(), first)
+    np.testing.assert_array_equal(drawn["images"][1].get_array(), second)
+
+
+def test_word_maps_labels_both_axes_with_the_words():
+    (ax,) = word_maps([("map", np.eye(3))], WORDS)["axes"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == WORDS
+    assert [t.get_text() for t in ax.get_xticklabels()] == WORDS
+    assert ax.get_ylabel() == "word that reads" and ax.get_xlabel() == "word it reads"
+
+
+def test_word_maps_puts_every_panel_on_the_zero_to_one_scale_of_a_weight():
+    drawn = word_maps([("a", np.eye(3) * 0.5), ("b", np.eye(3))], WORDS)
+    assert [image.get_clim() for image in drawn["images"]] == [(0.0, 1.0), (0.0, 1.0)]
+
+
+def test_word_maps_refuses_a_map_that_is_not_one_row_and_column_per_word():
+    with pytest.raises(ValueError, match=r"\(T, T\) with T = 3 words"):
+        word_maps([("map", np.eye(2))], WORDS)
+
+
+def test_word_maps_refuses_an_empty_list_of_panels():
+    with pytest.raises(ValueError, match="at least one"):
+        word_maps([], WORDS)

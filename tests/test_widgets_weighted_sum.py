@@ -1,62 +1,120 @@
-"""Lesson 01's widget: the weighted sum of two values, and its explorer."""
+"""Lesson 01's widget: a query's scores, weights and read-out, and its explorer."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mha.widgets import WeightedSumExplorer, weighted_sum_readout
+from mha.widgets import WeightedSumExplorer
+from mha.widgets.weighted_sum import query_from_polar, weighted_sum_readout
 
+K = np.array([[1.0, 0.0], [0.0, 1.0]])
 V = np.array([[2.0, 0.0], [0.0, 4.0]])
-unit = st.floats(min_value=0.0, max_value=1.0)
+angles = st.floats(min_value=-180.0, max_value=180.0)
+lengths = st.floats(min_value=0.0, max_value=6.0)
 
 
-def test_lesson_example_reads_out_1_5_and_1():
-    out = weighted_sum_readout(V, 0.75)
+# -- query_from_polar ---------------------------------------------------------
+
+def test_angle_zero_points_along_feature_0_and_ninety_along_feature_1():
+    np.testing.assert_allclose(query_from_polar(0.0, 2.0), [2.0, 0.0])
+    np.testing.assert_allclose(query_from_polar(90.0, 2.0), [0.0, 2.0], atol=1e-15)
+
+
+@given(angles, lengths)
+def test_the_query_has_the_length_asked_for(angle, length):
+    assert np.linalg.norm(query_from_polar(angle, length)) == pytest.approx(length, abs=1e-12)
+
+
+@pytest.mark.parametrize("length", [-0.1, float("inf"), float("nan")])
+def test_a_negative_or_non_finite_length_is_refused(length):
+    with pytest.raises(ValueError, match="length must be a finite number >= 0"):
+        query_from_polar(0.0, length)
+
+
+def test_a_non_finite_angle_is_refused():
+    with pytest.raises(ValueError, match="angle must be a finite number"):
+        query_from_polar(float("nan"), 1.0)
+
+
+# -- weighted_sum_readout -----------------------------------------------------
+
+def test_the_lesson_query_ln3_reads_out_1_5_and_1():
+    out = weighted_sum_readout([math.log(3.0), 0.0], K, V)
+    np.testing.assert_allclose(out["scores"], [math.log(3.0), 0.0])
     np.testing.assert_allclose(out["weights"], [0.75, 0.25])
     np.testing.assert_allclose(out["readout"], [1.5, 1.0])
 
 
-@given(unit)
-def test_weights_are_non_negative_and_sum_to_one(w):
-    weights = weighted_sum_readout(V, w)["weights"]
+def test_scores_are_raw_dot_products_times_the_scale():
+    out = weighted_sum_readout([1.0, 2.0], [[3.0, 1.0], [0.0, -1.0]], V, scale=0.5)
+    np.testing.assert_allclose(out["scores"], [2.5, -1.0])
+
+
+@given(angles, lengths)
+def test_weights_are_non_negative_and_sum_to_one(angle, length):
+    weights = weighted_sum_readout(query_from_polar(angle, length), K, V)["weights"]
     assert np.all(weights >= 0)
     assert weights.sum() == pytest.approx(1.0)
 
 
-@given(unit)
-def test_readout_lies_on_the_segment_at_the_weight(w):
-    readout = weighted_sum_readout(V, w)["readout"]
-    np.testing.assert_allclose(readout, V[1] + w * (V[0] - V[1]), atol=1e-12)
+@given(angles, lengths)
+def test_readout_of_two_values_lies_on_their_segment(angle, length):
+    r = weighted_sum_readout(query_from_polar(angle, length), K, V)["readout"]
+    assert r[0] / 2 + r[1] / 4 == pytest.approx(1.0)  # the line through [2, 0] and [0, 4]
+    assert np.all(r >= -1e-12) and np.all(r <= V.max(axis=0) + 1e-12)
 
 
-def test_weight_one_reads_out_the_first_value_and_zero_the_second():
-    np.testing.assert_array_equal(weighted_sum_readout(V, 1.0)["readout"], V[0])
-    np.testing.assert_array_equal(weighted_sum_readout(V, 0.0)["readout"], V[1])
+def test_a_zero_query_weights_every_key_equally():
+    out = weighted_sum_readout([0.0, 0.0], K, V)
+    np.testing.assert_allclose(out["weights"], [0.5, 0.5])
+    np.testing.assert_allclose(out["readout"], [1.0, 2.0])
+
+
+def test_a_long_query_puts_nearly_all_weight_on_its_largest_score():
+    out = weighted_sum_readout(query_from_polar(-30.0, 6.0), K, V)
+    assert out["weights"][0] > 0.99
+    np.testing.assert_allclose(out["readout"], V[0], atol=0.05)
+
+
+def test_the_largest_raw_dot_product_wins_not_the_most_similar_direction():
+    out = weighted_sum_readout([1.0, 0.0], [[1.0, 0.0], [3.0, 3.0]], V)
+    assert out["weights"].argmax() == 1
 
 
 def test_values_of_any_width_are_accepted():
-    out = weighted_sum_readout([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]], 0.5)
+    out = weighted_sum_readout([0.0, 0.0], K, [[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]])
     np.testing.assert_allclose(out["readout"], [2.0, 2.0, 2.0])
 
 
-@pytest.mark.parametrize("w", [-0.01, 1.01, float("nan")])
-def test_weight_outside_unit_interval_is_refused(w):
-    with pytest.raises(ValueError, match=r"w_first must be in \[0, 1\]"):
-        weighted_sum_readout(V, w)
+def test_keys_and_values_with_different_counts_are_refused():
+    with pytest.raises(ValueError, match="same number Tk"):
+        weighted_sum_readout([1.0, 0.0], K, V[:1])
 
 
-@pytest.mark.parametrize("values", [[1.0, 2.0], [[1.0], [2.0], [3.0]]])
-def test_values_that_are_not_two_vectors_are_refused(values):
-    with pytest.raises(ValueError, match=r"shape \(2, d\)"):
-        weighted_sum_readout(values, 0.5)
+def test_a_query_narrower_than_the_keys_is_refused():
+    with pytest.raises(ValueError, match=r"as wide as each key \(d_k=2\)"):
+        weighted_sum_readout([1.0], K, V)
 
 
-def test_non_finite_values_are_refused():
+def test_arrays_of_the_wrong_rank_are_refused():
+    with pytest.raises(ValueError, match=r"query \(d_k,\), keys \(Tk, d_k\)"):
+        weighted_sum_readout([[1.0, 0.0]], K, V)
+
+
+def test_non_finite_entries_are_refused():
     with pytest.raises(ValueError, match="finite"):
-        weighted_sum_readout([[np.inf, 0.0], [0.0, 4.0]], 0.5)
+        weighted_sum_readout([1.0, 0.0], K, [[np.inf, 0.0], [0.0, 4.0]])
+
+
+@pytest.mark.parametrize("scale", [-1.0, float("nan")])
+def test_a_negative_or_non_finite_scale_is_refused(scale):
+    with pytest.raises(ValueError, match="scale must be a finite number >= 0"):
+        weighted_sum_readout([1.0, 0.0], K, V, scale=scale)
 
 
 # -- the explorer -------------------------------------------------------------
@@ -66,34 +124,56 @@ def explorer():
     return WeightedSumExplorer()
 
 
-def test_explorer_starts_at_the_lesson_example(explorer):
-    assert explorer.slider.value == 0.75
+def test_explorer_starts_at_the_lesson_query_ln3(explorer):
+    assert explorer.angle_slider.value == 0.0
+    assert explorer.length_slider.value == pytest.approx(math.log(3.0))
+    np.testing.assert_allclose(explorer.state["weights"], [0.75, 0.25])
     np.testing.assert_allclose(explorer.state["readout"], [1.5, 1.0])
 
 
-def test_moving_the_slider_moves_the_readout(explorer):
-    explorer.slider.value = 0.25
-    np.testing.assert_allclose(explorer.state["weights"], [0.25, 0.75])
-    np.testing.assert_allclose(explorer.state["readout"], [0.5, 3.0])
+def test_turning_the_query_to_45_degrees_splits_the_weight_evenly(explorer):
+    explorer.angle_slider.value = 45.0
+    np.testing.assert_allclose(explorer.state["weights"], [0.5, 0.5])
+    np.testing.assert_allclose(explorer.state["readout"], [1.0, 2.0])
+
+
+def test_lengthening_the_query_pushes_the_readout_toward_the_best_value(explorer):
+    before = explorer.state["readout"]
+    explorer.length_slider.value = 6.0
+    after = explorer.state["readout"]
+    assert np.linalg.norm(after - V[0]) < np.linalg.norm(before - V[0])
+    assert explorer.state["weights"][0] > 0.99
+
+
+def test_the_state_is_the_plain_function_of_the_controls(explorer):
+    explorer.angle_slider.value, explorer.length_slider.value = 120.0, 2.5
+    expected = weighted_sum_readout(query_from_polar(120.0, 2.5), K, V)
+    for name in ("query", "scores", "weights", "readout"):
+        np.testing.assert_allclose(explorer.state[name], expected[name])
 
 
 def test_the_red_point_is_drawn_at_the_readout(explorer):
-    explorer.slider.value = 0.4
+    explorer.angle_slider.value = -60.0
     np.testing.assert_allclose(np.ravel(explorer.point.get_data()), explorer.state["readout"])
 
 
-def test_the_arrows_add_up_tip_to_tail_to_the_readout(explorer):
-    explorer.slider.value = 0.6
-    first, second = explorer.first_arrow, explorer.second_arrow
-    np.testing.assert_allclose(first.xyann, [0.0, 0.0])
-    np.testing.assert_allclose(first.xy, 0.6 * V[0])
-    np.testing.assert_allclose(second.xyann, first.xy)
-    np.testing.assert_allclose(second.xy, explorer.state["readout"])
+def test_the_arrow_is_drawn_from_the_origin_to_the_query(explorer):
+    explorer.length_slider.value = 3.0
+    np.testing.assert_allclose(explorer.query_arrow.xyann, [0.0, 0.0])
+    np.testing.assert_allclose(explorer.query_arrow.xy, explorer.state["query"])
 
 
-def test_moving_the_slider_redraws_the_image(explorer):
+def test_the_bars_are_the_weights_and_their_labels_the_scores(explorer):
+    explorer.angle_slider.value = 30.0
+    heights = [bar.get_height() for bar in explorer.bars]
+    np.testing.assert_allclose(heights, explorer.state["weights"])
+    labels = [text.get_text() for text in explorer.score_texts]
+    assert labels == [f"score {s:.2f}" for s in explorer.state["scores"]]
+
+
+def test_moving_a_slider_redraws_the_image(explorer):
     before = explorer.image.value
-    explorer.slider.value = 0.1
+    explorer.angle_slider.value = 90.0
     assert explorer.image.value != before
     assert bytes(explorer.image.value).startswith(b"\x89PNG")
     assert len(explorer.redraw_seconds) == 2
@@ -102,11 +182,17 @@ def test_moving_the_slider_redraws_the_image(explorer):
 def test_picture_is_large_enough_to_read(explorer):
     png = bytes(explorer.image.value)
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-    assert (width, height) == (400, 400)
+    assert (width, height) == (840, 300)
 
 
-def test_summary_states_weights_and_readout(explorer):
-    assert explorer.summary() == "WeightedSumExplorer: weights [0.75, 0.25] read out [1.50, 1.00]"
+def test_summary_states_query_scores_weights_and_readout(explorer):
+    assert explorer.summary() == ("WeightedSumExplorer: query [1.10, 0.00]: scores [1.10, 0.00] "
+                                  "weights [0.75, 0.25] read out [1.50, 1.00]")
+
+
+def test_summary_never_shows_minus_zero(explorer):
+    explorer.angle_slider.value = -180.0
+    assert "-0.00" not in explorer.summary()
 
 
 def test_display_bundle_has_png_fallback_and_summary_text(explorer):
@@ -116,11 +202,22 @@ def test_display_bundle_has_png_fallback_and_summary_text(explorer):
     assert "application/vnd.jupyter.widget-view+json" in bundle
 
 
+def test_explorer_draws_three_keys_and_values_as_a_triangle():
+    e = WeightedSumExplorer(keys=[[1, 0], [0, 1], [-1, -1]], values=[[2, 0], [0, 4], [0, 0]])
+    assert len(e.bars) == 3
+    np.testing.assert_allclose(e.state["weights"].sum(), 1.0)
+
+
 def test_explorer_refuses_values_it_cannot_draw():
-    with pytest.raises(ValueError, match=r"shape \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"shapes \(Tk, 2\) with Tk = 2 or 3"):
         WeightedSumExplorer(values=[[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]])
 
 
-def test_explorer_refuses_a_starting_weight_outside_unit_interval():
-    with pytest.raises(ValueError, match=r"w_first must be in \[0, 1\]"):
-        WeightedSumExplorer(w_first=1.5)
+def test_explorer_refuses_a_starting_length_outside_the_slider():
+    with pytest.raises(ValueError, match=r"length must be in \[0, 6\]"):
+        WeightedSumExplorer(length=7.0)
+
+
+def test_explorer_refuses_a_starting_angle_outside_the_slider():
+    with pytest.raises(ValueError, match=r"angle must be in \[-180, 180\]"):
+        WeightedSumExplorer(angle=200.0)

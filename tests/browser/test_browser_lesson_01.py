@@ -1,4 +1,4 @@
-"""Lesson 01 in a real browser: it runs, and its explorer answers the keyboard.
+"""Lesson 01 in a real browser: it runs, and its explorer's two sliders answer the keyboard.
 
 The stored outputs are cleared first, so everything checked here was produced
 by the live kernel during this test: the slider is a live widget, and a new
@@ -14,7 +14,9 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(150)]
 
 LESSON = "01_weighted_sum.ipynb"
-CAPTION = re.compile(r"weights \[(-?[\d.]+), (-?[\d.]+)\] read out \[(-?[\d.]+), (-?[\d.]+)\]")
+NUMBER = r"(-?[\d.]+)"
+PAIR = rf"\[{NUMBER}, {NUMBER}\]"
+CAPTION = re.compile(rf"query {PAIR}: scores {PAIR} weights {PAIR} read out {PAIR}")
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +27,7 @@ def lesson_01_ran(run_lesson):
 
 
 def explorer(page):
-    """The weighted-sum explorer's box: a slider, an image and its caption."""
+    """The weighted-sum explorer's box: two sliders, an image and its caption."""
     return (page.locator(".widget-vbox")
             .filter(has=page.locator(".widget-slider"))
             .filter(has=page.locator("img"))
@@ -42,34 +44,58 @@ def test_run_all_cells_finishes_without_error_output(lesson_01_ran):
     assert lesson_01_ran.widget_errors() == 0
 
 
-def test_explorer_slider_renders(lesson_01_ran):
+def numbers(caption: str) -> list[float]:
+    """query (2), scores (2), weights (2), read-out (2), as the caption states them."""
+    return [float(x) for x in CAPTION.search(caption).groups()]
+
+
+def test_explorer_sliders_render(lesson_01_ran):
     box = explorer(lesson_01_ran.page)
-    box.locator(".widget-slider .noUi-handle").wait_for(state="visible")
+    handles = box.locator(".widget-slider .noUi-handle")
+    handles.first.wait_for(state="visible")
+    assert handles.count() == 2
     assert box.locator("img").get_attribute("src")
 
 
-def test_arrow_key_on_slider_redraws_image_and_caption(lesson_01_ran):
-    page = lesson_01_ran.page
-    box = explorer(page)
-    handle = box.locator(".widget-slider .noUi-handle")
+def press_and_wait(page, box, slider_index: int, key: str) -> tuple[list[float], list[float]]:
+    """Press ``key`` on slider ``slider_index``; wait for a new image; caption numbers before
+    and after."""
+    handle = box.locator(".widget-slider .noUi-handle").nth(slider_index)
     image = box.locator("img")
     src_before, caption_before = image.get_attribute("src"), caption_of(box)
-    w_before = float(CAPTION.search(caption_before).group(1))
-
     handle.focus()
-    page.keyboard.press("ArrowRight" if w_before < 1 else "ArrowLeft")
-
+    page.keyboard.press(key)
     try:
         page.wait_for_function("([img, src]) => img.getAttribute('src') !== src",
                                arg=[image.element_handle(), src_before], timeout=15_000)
     except Exception as error:
         raise AssertionError(f"the image did not change within 15 s of the key press; "
                              f"caption now {caption_of(box)!r}") from error
-    caption_after = caption_of(box)
-    assert caption_after != caption_before
-    w1, w2, *_ = (float(x) for x in CAPTION.search(caption_after).groups())
-    assert w1 != w_before
-    assert w1 + w2 == pytest.approx(1.0, abs=0.011)
+    page.wait_for_function("([el, text]) => el.innerText !== text",
+                           arg=[box.locator(".widget-html", has_text=CAPTION).element_handle(),
+                                caption_before], timeout=15_000)
+    return numbers(caption_before), numbers(caption_of(box))
+
+
+def test_arrow_key_on_angle_slider_turns_the_query_and_moves_weights_and_readout(lesson_01_ran):
+    page = lesson_01_ran.page
+    box = explorer(page)
+    before, after = press_and_wait(page, box, 0, "ArrowRight")
+    assert after[:2] != before[:2]                      # the query turned
+    assert after[4:6] != before[4:6]                    # the weights moved
+    assert after[6:] != before[6:]                      # the read-out moved
+    assert after[4] + after[5] == pytest.approx(1.0, abs=0.011)
+    x, y = after[6:]
+    assert x / 2 + y / 4 == pytest.approx(1.0, abs=0.01)  # still on the segment of the values
+
+
+def test_arrow_key_on_length_slider_stretches_the_query_and_sharpens_the_weights(lesson_01_ran):
+    page = lesson_01_ran.page
+    box = explorer(page)
+    before, after = press_and_wait(page, box, 1, "ArrowRight")
+    length = lambda n: (n[0] ** 2 + n[1] ** 2) ** 0.5  # noqa: E731
+    assert length(after) > length(before)
+    assert max(after[4:6]) >= max(before[4:6])          # a longer query: the larger weight grows
 
 
 def test_page_requests_stay_on_127_0_0_1(lesson_01_ran):

@@ -50,7 +50,7 @@ def hull_picture(values, readouts, ax=None, *, value_names=None, title=None):
         raise TypeError("readouts must be a dict {label: (m, 2) array}.")
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 5.0), layout="constrained")
-    names = value_names if value_names is not None else [f"v{j + 1}" for j in range(len(v))]
+    names = value_names if value_names is not None else [f"v{j}" for j in range(len(v))]
     if len(names) != len(v):
         raise ValueError(f"value_names has {len(names)} names for {len(v)} values.")
     corners = convex_hull_2d(v)

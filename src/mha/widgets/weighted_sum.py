@@ -1,93 +1,173 @@
-"""Lesson 01: move the weights of a two-value weighted sum, watch the read-out."""
+"""Lesson 01: turn and stretch a query; watch its scores, weights and read-out move together."""
 
 from __future__ import annotations
+
+import math
 
 import ipywidgets as widgets
 import numpy as np
 
+from ..reference import softmax
 from .explorer import Explorer
 
 
-def weighted_sum_readout(values, w_first: float) -> dict:
-    """Read-out of two values with weights ``(w_first, 1 - w_first)``.
+def query_from_polar(angle_degrees: float, length: float) -> np.ndarray:
+    """The 2-D query ``length * [cos(angle), sin(angle)]``, angle in degrees.
 
-    ``values (2, d)``; returns ``{"weights": (2,), "readout": (d,)}``. The
-    weights are non-negative and sum to 1, so the read-out lies on the
-    segment between the two values (their convex hull): ``w_first = 1``
-    gives the first value, ``w_first = 0`` the second.
-
-    Refuses (``ValueError``) values that are not ``(2, d)`` or not finite,
-    and a weight outside ``[0, 1]`` (including NaN).
+    Refuses (``ValueError``) a length that is negative or not finite and an
+    angle that is not finite.
     """
-    w_first = float(w_first)
-    if not 0.0 <= w_first <= 1.0:
-        raise ValueError(f"w_first must be in [0, 1]; got {w_first}.")
-    values = np.asarray(values, dtype=float)
-    if values.ndim != 2 or values.shape[0] != 2:
-        raise ValueError(f"values must have shape (2, d): two value vectors; got {values.shape}.")
-    if not np.all(np.isfinite(values)):
-        raise ValueError("values must be finite.")
-    weights = np.array([w_first, 1.0 - w_first])
-    return {"weights": weights, "readout": weights @ values}
+    angle, length = float(angle_degrees), float(length)
+    if not math.isfinite(angle):
+        raise ValueError(f"the query angle must be a finite number of degrees; got {angle}.")
+    if not (math.isfinite(length) and length >= 0.0):
+        raise ValueError(f"the query length must be a finite number >= 0; got {length}.")
+    theta = math.radians(angle)
+    return length * np.array([math.cos(theta), math.sin(theta)])
+
+
+def weighted_sum_readout(query, keys, values, scale: float = 1.0) -> dict:
+    """One query's scores, weights and read-out: the whole of lesson 01 in one call.
+
+    Shapes: ``query (d_k,)``, ``keys (Tk, d_k)``, ``values (Tk, d_v)``. Returns
+    ``{"query": (d_k,), "scores": (Tk,), "weights": (Tk,), "readout": (d_v,)}``
+    with ``scores = scale * keys @ query`` (``scale=1.0``: raw dot products),
+    ``weights = softmax(scores)`` (non-negative, summing to 1) and
+    ``readout = weights @ values``, a point of the values' convex hull.
+
+    Refuses (``ValueError``) arrays of the wrong rank, keys and values with
+    different ``Tk``, a query whose width is not the keys' ``d_k``, non-finite
+    entries, and a ``scale`` that is negative or not finite.
+    """
+    q = np.asarray(query, dtype=float)
+    k = np.asarray(keys, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if q.ndim != 1 or k.ndim != 2 or v.ndim != 2:
+        raise ValueError(f"need query (d_k,), keys (Tk, d_k) and values (Tk, d_v); got shapes "
+                         f"{q.shape}, {k.shape} and {v.shape}.")
+    if k.shape[0] != v.shape[0] or k.shape[0] == 0:
+        raise ValueError(f"keys and values need the same number Tk >= 1 of rows (one value per "
+                         f"key); got {k.shape[0]} keys and {v.shape[0]} values.")
+    if q.shape[0] != k.shape[1]:
+        raise ValueError(f"the query must be as wide as each key (d_k={k.shape[1]}); got a query "
+                         f"of width {q.shape[0]}.")
+    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(k)) and np.all(np.isfinite(v))):
+        raise ValueError("query, keys and values must be finite.")
+    scale = float(scale)
+    if not (math.isfinite(scale) and scale >= 0.0):
+        raise ValueError(f"scale must be a finite number >= 0; got {scale}.")
+    scores = scale * (k @ q)
+    weights = softmax(scores)
+    return {"query": q, "scores": scores, "weights": weights, "readout": weights @ v}
+
+
+def _fmt(vector) -> str:
+    return "[" + ", ".join(f"{round(float(x), 2) + 0.0:.2f}" for x in vector) + "]"  # no -0.00
 
 
 class WeightedSumExplorer(Explorer):
-    """Move the weight of the first value; watch the read-out slide along
-    the segment between ``[2, 0]`` and ``[0, 4]`` (the lesson's example).
+    """Turn the query and change its length; see its scores, its weights and
+    the read-out move together.
 
-    The picture also draws the sum tip to tail: the arrow ``w1 * v1`` from
-    the origin, then ``w2 * v2`` from its tip, ending at the read-out.
+    Left: the keys and the query arrow (key space). Middle: one bar per key,
+    its weight, with its raw score ``q . k_j`` written above it. Right: the
+    values, their convex hull (a segment for two values, a triangle for
+    three) and the read-out. The default is lesson 01's example: keys
+    ``[1, 0]`` and ``[0, 1]``, values ``[2, 0]`` and ``[0, 4]`` and the query
+    ``[ln 3, 0]``, whose weights are 0.75 and 0.25 and whose read-out is
+    ``[1.5, 1]``. A long query makes the weights nearly one-hot and pushes
+    the read-out against the hull, never across it. ``state`` is
+    :func:`weighted_sum_readout`.
     """
 
+    MAX_LENGTH = 6.0
 
-    def __init__(self, values=((2.0, 0.0), (0.0, 4.0)), w_first: float = 0.75):
+    def __init__(self, keys=((1.0, 0.0), (0.0, 1.0)), values=((2.0, 0.0), (0.0, 4.0)),
+                 angle: float = 0.0, length: float = math.log(3.0)):
+        self.keys = np.asarray(keys, dtype=float)
         self.values = np.asarray(values, dtype=float)
-        if self.values.shape != (2, 2):
-            raise ValueError(f"the explorer draws two 2-D values, shape (2, 2); got "
+        n = self.keys.shape[0] if self.keys.ndim == 2 else 0
+        if self.keys.shape != (n, 2) or self.values.shape != (n, 2) or n not in (2, 3):
+            raise ValueError(f"the explorer draws 2 or 3 keys and values in 2-D, shapes (Tk, 2) "
+                             f"with Tk = 2 or 3; got keys {self.keys.shape} and values "
                              f"{self.values.shape}.")
-        weighted_sum_readout(self.values, w_first)  # same refusals as the function
-        self.slider = widgets.FloatSlider(
-            value=w_first, min=0.0, max=1.0, step=0.05, description="weight on v1",
+        if not 0.0 <= float(length) <= self.MAX_LENGTH:
+            raise ValueError(f"the query length must be in [0, {self.MAX_LENGTH:g}]; got {length}.")
+        if not -180.0 <= float(angle) <= 180.0:
+            raise ValueError(f"the query angle must be in [-180, 180] degrees; got {angle}.")
+        weighted_sum_readout(query_from_polar(angle, length), self.keys, self.values)  # refusals
+        self.angle_slider = widgets.FloatSlider(
+            value=angle, min=-180.0, max=180.0, step=5.0, description="query angle",
+            readout_format=".0f", continuous_update=True,
+            style={"description_width": "initial"})
+        self.length_slider = widgets.FloatSlider(
+            value=length, min=0.0, max=self.MAX_LENGTH, step=0.1, description="query length",
             readout_format=".2f", continuous_update=True,
-        )
-        super().__init__([self.slider], figsize=(4.0, 4.0))
+            style={"description_width": "initial"})
+        super().__init__([self.angle_slider, self.length_slider], figsize=(8.4, 3.0))
 
     def setup_figure(self):
-        ax = self.ax = self.figure.add_subplot()
+        ax_k, ax_w, ax_v = self.ax_keys, self.ax_weights, self.ax_values = self.figure.subplots(
+            1, 3, gridspec_kw={"width_ratios": [1.0, 0.8, 1.0]})
+        n = len(self.keys)
+        names = [f"k{j}" for j in range(n)]
+        # keys and query
+        reach = self.MAX_LENGTH + 0.4
+        ax_k.axhline(0, color="0.85", lw=0.8, zorder=0)
+        ax_k.axvline(0, color="0.85", lw=0.8, zorder=0)
+        ax_k.scatter(self.keys[:, 0], self.keys[:, 1], s=50, color="tab:blue", zorder=3)
+        for name, (x, y) in zip(names, self.keys, strict=True):
+            ax_k.annotate(name, (x, y), textcoords="offset points", xytext=(5, 4),
+                          color="tab:blue")
+        arrow = {"arrowstyle": "->", "color": "tab:red", "lw": 2, "shrinkA": 0, "shrinkB": 0}
+        self.query_arrow = ax_k.annotate("", xy=(0, 0), xytext=(0, 0), arrowprops=arrow)
+        ax_k.set_xlim(-reach, reach)
+        ax_k.set_ylim(-reach, reach)
+        ax_k.set_xticks([-5, 0, 5])
+        ax_k.set_yticks([-5, 0, 5])
+        ax_k.set_aspect("equal")
+        ax_k.set_title("query q (red) and keys", fontsize=9)
+        # weights, with scores written above
+        self.bars = ax_w.bar(np.arange(n), np.zeros(n), color="tab:blue")
+        self.score_texts = [ax_w.text(j, 0, "", ha="center", va="bottom", fontsize=8)
+                            for j in range(n)]
+        ax_w.set_ylim(0, 1.25)
+        ax_w.set_yticks([0, 0.5, 1])
+        ax_w.set_xticks(range(n), names)
+        ax_w.set_ylabel("weight")
+        ax_w.set_title("weights = softmax(scores)", fontsize=9)
+        # values, hull, read-out
         v = self.values
-        ax.plot(v[:, 0], v[:, 1], color="0.7", lw=3, zorder=1, label="every convex combination")
-        ax.scatter(v[:, 0], v[:, 1], s=80, color="tab:blue", zorder=2)
-        for name, (x, y) in zip(("v1", "v2"), v, strict=True):
-            ax.annotate(name, (x, y), textcoords="offset points", xytext=(8, 4), color="tab:blue")
-        ax.plot([0], [0], "+", color="0.3", ms=8)
-        arrow = {"arrowstyle": "->", "color": "0.35", "lw": 1.2, "shrinkA": 0, "shrinkB": 0}
-        self.first_arrow = ax.annotate("", xy=(0, 0), xytext=(0, 0), arrowprops=arrow)
-        self.second_arrow = ax.annotate("", xy=(0, 0), xytext=(0, 0), arrowprops=arrow)
-        ax.plot([], [], color="0.35", lw=1.2, label="w1 v1, then w2 v2")  # legend entry
-        (self.point,) = ax.plot([], [], "o", color="tab:red", ms=10, zorder=3, label="read-out")
-        lo = min(v.min(), 0.0) - 0.5
-        hi = max(v.max(), 0.0) + 0.5
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(lo, hi)
-        ax.set_aspect("equal")
-        ax.set_xlabel("feature 0")
-        ax.set_ylabel("feature 1")
-        ax.legend(loc="upper right", fontsize=8)
-        ax.set_title("placeholder", fontsize=9)  # so tight_layout leaves room for it
+        closed = np.vstack([v, v[:1]])
+        ax_v.fill(v[:, 0], v[:, 1], facecolor="0.9", edgecolor="0.55", lw=2, zorder=0)
+        ax_v.plot(closed[:, 0], closed[:, 1], color="0.55", lw=2, zorder=1)
+        ax_v.scatter(v[:, 0], v[:, 1], s=60, color="tab:blue", zorder=2)
+        for j, (x, y) in enumerate(v):
+            ax_v.annotate(f"v{j}", (x, y), textcoords="offset points", xytext=(6, 4),
+                          color="tab:blue")
+        (self.point,) = ax_v.plot([], [], "o", color="tab:red", ms=9, zorder=3)
+        lo, hi = min(v.min(), 0.0) - 0.6, max(v.max(), 0.0) + 0.6
+        ax_v.set_xlim(lo, hi)
+        ax_v.set_ylim(lo, hi)
+        ax_v.set_aspect("equal")
+        ax_v.set_xlabel("feature 0")
+        ax_v.set_ylabel("feature 1")
+        ax_v.set_title("read-out (red) in the hull", fontsize=9)
         self.figure.tight_layout()
 
     def compute(self):
-        return weighted_sum_readout(self.values, self.slider.value)
+        q = query_from_polar(self.angle_slider.value, self.length_slider.value)
+        return weighted_sum_readout(q, self.keys, self.values)
 
     def draw(self, state):
-        w, r = state["weights"], state["readout"]
-        corner = w[0] * self.values[0]
-        self.first_arrow.xy, self.first_arrow.xyann = tuple(corner), (0.0, 0.0)
-        self.second_arrow.xy, self.second_arrow.xyann = tuple(r), tuple(corner)
+        q, s, w, r = state["query"], state["scores"], state["weights"], state["readout"]
+        self.query_arrow.xy, self.query_arrow.xyann = tuple(q), (0.0, 0.0)
+        for bar, text, score, weight in zip(self.bars, self.score_texts, s, w, strict=True):
+            bar.set_height(weight)
+            text.set_y(weight + 0.02)
+            text.set_text(f"score {score:.2f}")
         self.point.set_data([r[0]], [r[1]])
-        self.ax.set_title(f"{w[0]:.2f} v1 + {w[1]:.2f} v2 = [{r[0]:.2f}, {r[1]:.2f}]: "
-                          "on the segment", fontsize=9)
 
     def caption_text(self, state):
-        w, r = state["weights"], state["readout"]
-        return f"weights [{w[0]:.2f}, {w[1]:.2f}] read out [{r[0]:.2f}, {r[1]:.2f}]"
+        return (f"query {_fmt(state['query'])}: scores {_fmt(state['scores'])} "
+                f"weights {_fmt(state['weights'])} read out {_fmt(state['readout'])}")
