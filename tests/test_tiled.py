@@ -34,12 +34,12 @@ def lower_right_causal(tq, tk):
 
 
 def plain(q, k, v, mask=None, is_causal=False, scale=None):
-    """The plain path with the same masking, as one explicit mask."""
+    """The plain path's output, and its masking as one explicit mask (for its backward)."""
     full = mask
     if is_causal:
         causal = lower_right_causal(q.shape[-2], k.shape[-2])
         full = causal if mask is None else (causal | mask)
-    return mha.attention(q, k, v, mask=full, scale=scale)[0], full
+    return mha.attention(q, k, v, mask=mask, is_causal=is_causal, scale=scale)[0], full
 
 
 def rel_err(a, b):
@@ -279,10 +279,10 @@ def test_refuses_a_fully_masked_row_of_the_explicit_mask():
         tiled_attention(q, k, v, mask=mask)
 
 
-def test_refuses_causal_with_more_queries_than_keys_for_the_first_queries():
+def test_refuses_causal_with_more_queries_than_keys():
     rng = np.random.default_rng(11)
     q, k, v = qkv(rng, (), 5, 3, 2, 2)
-    with pytest.raises(ValueError, match="fully masked row.*query 0"):
+    with pytest.raises(ValueError, match="is_causal=True with Tq=5 queries and Tk=3 keys"):
         tiled_attention(q, k, v, is_causal=True)
 
 
@@ -290,7 +290,7 @@ def test_refuses_a_row_that_mask_and_causal_leave_without_a_key():
     q, k, v = qkv(np.random.default_rng(12), (), 4, 4, 2, 2)
     mask = np.zeros((4, 4), bool)
     mask[2, :3] = True  # key 3 is in query 2's future: with is_causal nothing is left
-    with pytest.raises(ValueError, match="fully masked row.*query 2"):
+    with pytest.raises(ValueError, match="combined with is_causal blocks every key for query 2"):
         tiled_attention(q, k, v, mask=mask, is_causal=True, block_q=2, block_k=2)
 
 
@@ -372,3 +372,25 @@ def test_peak_traced_bytes_counts_a_call_s_allocations_only():
     held = np.ones(1_000_000)  # allocated before the call: not counted
     assert peak_traced_bytes(np.zeros, 1000) < 0.1 * held.nbytes
     assert peak_traced_bytes(np.zeros, 1_000_000) >= 8_000_000
+
+
+def blocked_at(shape, *rows):
+    m = np.zeros(shape, bool)
+    for row in rows:
+        m[row] = True
+    return m
+
+
+@pytest.mark.parametrize(("is_causal", "mask"), [
+    (False, blocked_at((4, 4), 1)),  # the mask alone blocks query 1
+    (True, blocked_at((4, 4), 2)),  # the same with is_causal
+    (True, blocked_at((4, 4), (0, 0))),  # only the combination leaves query 0 no key
+    (True, blocked_at((2, 4, 4), (0, 3), (1, 0))),  # the first in index order is named
+], ids=["mask", "mask+causal", "combination", "batched"])
+def test_refuses_exactly_what_the_plain_path_refuses_with_the_same_words(is_causal, mask):
+    q, k, v = qkv(np.random.default_rng(15), mask.shape[:-2], 4, 4, 2, 2)
+    with pytest.raises(ValueError, match="fully masked row") as plain_err:
+        mha.attention(q, k, v, mask=mask, is_causal=is_causal)
+    with pytest.raises(ValueError) as ours:
+        tiled_attention(q, k, v, mask=mask, is_causal=is_causal, block_q=2, block_k=2)
+    assert str(ours.value) == str(plain_err.value)

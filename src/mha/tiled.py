@@ -29,7 +29,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_float_array, check_mask
+from ._checks import (
+    as_float_array,
+    check_causal_lengths,
+    check_mask,
+    first_index,
+    fully_masked_row_message,
+)
 from .backward import _unbroadcast
 from .reference import _check_qkv, _check_scale
 
@@ -119,14 +125,16 @@ def _blocked(i0, i1, j0, j1, offset, is_causal, mask):
     return blocked
 
 
-def _tile_scores(q_tile, k_tile, scale, blocked):
+def _tile_scores(q_tile, k_tile, scale, blocked, i0, j0):
     """``q_tile k_tile^T * scale``, blocked entries -inf; refuses overflow as mha.scores does."""
     with np.errstate(over="ignore", invalid="ignore"):
         s = (q_tile @ np.swapaxes(k_tile, -1, -2)) * scale
     if not np.isfinite(s.max()) or not np.isfinite(s.min()):
+        where = first_index(~np.isfinite(s))
+        where = where[:-2] + (where[-2] + i0, where[-1] + j0)  # index in the (..., Tq, Tk) scores
         raise ValueError(
-            f"the scores q k^T * scale overflow {s.dtype}: the inputs are too large for "
-            f"{s.dtype}; rescale them or compute in float64."
+            f"the scores q k^T * scale overflow {s.dtype} (first at index {where}): "
+            f"the inputs are too large for {s.dtype}; rescale them or compute in float64."
         )
     if blocked is not None:
         s = np.where(blocked, -np.inf, s)
@@ -138,10 +146,10 @@ def _prepare(q, k, v, mask, is_causal, scale, block_q, block_k):
     lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     tq, tk = q.shape[-2], k.shape[-2]
     scale = _check_scale(1.0 / np.sqrt(q.shape[-1]) if scale is None else scale, q.dtype)
-    if mask is not None:
-        mask = check_mask(mask, lead + (tq, tk))  # a broadcast view: no (Tq, Tk) copy
-    if is_causal and tq > tk:  # lower-right: the first Tq - Tk queries come before every key
-        _refuse_keyless_rows(lead, tq, 0, np.arange(tq) < tq - tk)
+    if is_causal:
+        check_causal_lengths(tq, tk)  # lower-right: Tq > Tk leaves the first queries no key
+    if mask is not None:  # a broadcast view: no (Tq, Tk) copy; with is_causal the rows are
+        mask = check_mask(mask, lead + (tq, tk), check_rows=not is_causal)  # checked per tile
     block_q, block_k = _check_block(block_q, "block_q"), _check_block(block_k, "block_k")
     return q, k, v, lead, tq, tk, scale, mask, block_q, block_k
 
@@ -160,10 +168,9 @@ def tiled_attention(q, k, v, mask=None, *, is_causal: bool = False, scale: float
 
     Dtype rule: as :func:`mha.attention`, ``np.result_type(q, k, v, float32)``.
 
-    Refuses what :func:`mha.attention` refuses (with the same words), a query
-    that ``mask`` and ``is_causal`` together leave without a key (with
-    ``is_causal`` that includes the first ``Tq - Tk`` queries when ``Tq > Tk``),
-    and a tile side that is not an integer >= 1.
+    Refuses what :func:`mha.attention` refuses, with the same words (among them
+    ``is_causal`` with ``Tq > Tk``, and a query that ``mask`` and ``is_causal``
+    together leave without a key), and a tile side that is not an integer >= 1.
     """
     q, k, v, lead, tq, tk, scale, mask, block_q, block_k = _prepare(
         q, k, v, mask, is_causal, scale, block_q, block_k)
@@ -171,6 +178,7 @@ def tiled_attention(q, k, v, mask=None, *, is_causal: bool = False, scale: float
     plan = tile_plan(tq, tk, block_q, block_k, is_causal, mask)
     out = np.empty(lead + (tq, v.shape[-1]), dtype=q.dtype)
     lse = np.empty(lead + (tq,), dtype=q.dtype)
+    keyless = np.zeros(lead + (tq,), dtype=bool)
     for a, i0 in enumerate(_starts(tq, block_q)):
         i1 = min(i0 + block_q, tq)
         q_tile = q[..., i0:i1, :]
@@ -182,7 +190,7 @@ def tiled_attention(q, k, v, mask=None, *, is_causal: bool = False, scale: float
                 continue
             j1 = min(j0 + block_k, tk)
             s = _tile_scores(q_tile, k[..., j0:j1, :], scale,
-                             _blocked(i0, i1, j0, j1, offset, is_causal, mask))
+                             _blocked(i0, i1, j0, j1, offset, is_causal, mask), i0, j0)
             m_new = np.maximum(m, s.max(axis=-1))
             m_safe = np.where(np.isneginf(m_new), 0.0, m_new)  # a row with no key yet
             p = np.exp(s - m_safe[..., None])  # (..., bq, bk); blocked -> exactly 0
@@ -190,18 +198,14 @@ def tiled_attention(q, k, v, mask=None, *, is_causal: bool = False, scale: float
             row_sum = row_sum * rescale + p.sum(axis=-1)
             acc = acc * rescale[..., None] + p @ v[..., j0:j1, :]
             m = m_new
-        if np.any(row_sum == 0):  # mask and is_causal together left a query no key
-            _refuse_keyless_rows(lead, tq, i0, row_sum == 0)
-        out[..., i0:i1, :] = acc / row_sum[..., None]
-        lse[..., i0:i1] = m + np.log(row_sum)
+        keyless[..., i0:i1] = row_sum == 0  # mask and is_causal together left no key
+        with np.errstate(divide="ignore", invalid="ignore"):  # keyless rows are refused below
+            out[..., i0:i1, :] = acc / row_sum[..., None]
+            lse[..., i0:i1] = m + np.log(row_sum)
+    if np.any(keyless):
+        raise ValueError(fully_masked_row_message(first_index(keyless),
+                                                  "the mask combined with is_causal"))
     return TiledOutput(out, lse)
-
-
-def _refuse_keyless_rows(lead, tq, i0, keyless_tile):
-    """Raise the package's fully-masked-row error for the tile's first keyless query."""
-    keyless = np.zeros(lead + (tq,), dtype=bool)
-    keyless[..., i0:i0 + keyless_tile.shape[-1]] = keyless_tile
-    check_mask(keyless[..., None], keyless.shape + (1,))  # raises, in the package's words
 
 
 def tiled_attention_backward(q, k, v, out, lse, d_out, mask=None, *, is_causal: bool = False,
@@ -257,7 +261,7 @@ def tiled_attention_backward(q, k, v, out, lse, d_out, mask=None, *, is_causal: 
             i1 = min(i0 + block_q, tq)
             q_tile, g_tile = q[..., i0:i1, :], g[..., i0:i1, :]
             s = _tile_scores(q_tile, k_tile, scale,
-                             _blocked(i0, i1, j0, j1, offset, is_causal, mask))
+                             _blocked(i0, i1, j0, j1, offset, is_causal, mask), i0, j0)
             p = np.exp(s - lse[..., i0:i1, None])  # (..., bq, bk), the forward's weights
             dv[..., j0:j1, :] += np.swapaxes(p, -1, -2) @ g_tile
             dp = g_tile @ np.swapaxes(v_tile, -1, -2)  # (..., bq, bk)
