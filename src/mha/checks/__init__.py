@@ -1,0 +1,92 @@
+"""Instant feedback for the graded exercises (``notebooks/exercises/``).
+
+Each ``check_*`` function takes a learner's answer (a function), runs it on
+several cases, edge cases included, and compares it with the package's
+reference. A correct answer prints one short line; a wrong one raises
+:class:`CheckFailed` (an ``AssertionError``, so nbgrader marks the cell
+failed) whose message names the known mistake it matches, or else shows the
+first case that differs (input, expected, got); an answer that still raises
+``NotImplementedError`` gets "not attempted yet". :func:`check_answer` does
+the same for a predicted value, by key (``"ex03.weights_dk64"``).
+
+In IPython a failed check shows its message only, without a traceback into
+this package.
+
+``importlib.reload(mha.checks)`` re-executes every submodule too, so a graded
+cell gets fresh copies even after an answer cell replaced these functions.
+Nothing in the package imports this module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from . import _core, basics, later, masks_grads
+
+if getattr(sys.modules[__name__], "_loaded_once", False):  # a reload: refresh the submodules
+    for _module in (_core, basics, masks_grads, later):
+        importlib.reload(_module)
+_loaded_once = True
+
+from ._core import CheckFailed, NotAttempted, check_prediction  # noqa: E402
+from .basics import check_head_scores, check_read_out, check_scores, check_softmax  # noqa: E402
+from .later import (  # noqa: E402
+    check_cache_mask,
+    check_inference,
+    check_split_heads,
+    check_weight_transfer,
+)
+from .masks_grads import (  # noqa: E402
+    check_attention_backward,
+    check_causal_mask,
+    check_masked_attention,
+    check_softmax_backward,
+    check_to_sdpa,
+)
+
+PREDICTIONS = {**basics.PREDICTIONS, **masks_grads.PREDICTIONS, **later.PREDICTIONS}
+
+__all__ = [
+    "CheckFailed",
+    "NotAttempted",
+    "PREDICTIONS",
+    "check_answer",
+    "check_attention_backward",
+    "check_cache_mask",
+    "check_causal_mask",
+    "check_head_scores",
+    "check_inference",
+    "check_masked_attention",
+    "check_read_out",
+    "check_scores",
+    "check_softmax",
+    "check_softmax_backward",
+    "check_split_heads",
+    "check_to_sdpa",
+    "check_weight_transfer",
+]
+
+
+def check_answer(key: str, value) -> str:
+    """Check a predicted ``value`` for the exercise question ``key`` (see ``PREDICTIONS``)."""
+    if key not in PREDICTIONS:
+        raise KeyError(f"no exercise question {key!r}; known: {sorted(PREDICTIONS)}.")
+    return check_prediction(PREDICTIONS[key], value)
+
+
+def _show_message_only(shell, etype, value, tb, tb_offset=None):
+    """IPython handler: a failed check shows its message, not a traceback."""
+    stb = [f"{etype.__name__}: {value}"]
+    shell._showtraceback(etype, value, stb)  # an error output, as nbgrader expects
+    return stb
+
+
+def _install_ipython_handler() -> None:
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is not None and hasattr(shell, "set_custom_exc"):
+        shell.set_custom_exc((CheckFailed,), _show_message_only)
+
+
+_install_ipython_handler()

@@ -1,0 +1,150 @@
+"""Checks for the later exercise sets (06-10): heads, the KV cache, PyTorch crossings.
+
+Each one recognises the classic mistake of its lesson: heads split with
+``view``, upper-left causal alignment in the cache, the transpose missing in a
+weight transfer, dropout left on at inference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..masks import mask_from_positions
+from ..multihead import split_heads
+from ._core import Case, CheckFailed, Mistake, NotAttempted, Prediction, as_numbers, run_check
+
+# -- 06 heads -----------------------------------------------------------------
+
+# Entries that encode where they come from: x[b, t, c] = 100 b + 10 t + c.
+_X_CODED = (100 * np.arange(2)[:, None, None] + 10 * np.arange(3)[None, :, None]
+            + np.arange(8)[None, None, :]).astype(float)  # (B, T, C) = (2, 3, 8)
+
+SPLIT_CASES = (
+    Case("(B, T, C) = (2, 3, 8) into H = 4 heads; x[b, t, c] = 100 b + 10 t + c", (_X_CODED, 4)),
+    Case("the same x into H = 2 heads", (_X_CODED, 2)),
+    Case("one head keeps every channel", (_X_CODED, 1)),
+)
+
+SPLIT_MISTAKES = (
+    Mistake("heads split with view",
+            "heads split with `view` (or reshape) straight to (B, H, T, dh): the shape is right "
+            "and the values are wrong, because the channels of one position get spread over "
+            "several positions; reshape to (B, T, H, dh) first, then move H in front of T.",
+            lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h)),
+    Mistake("heads not moved in front of T",
+            "your result is (B, T, H, dh): the channels are split right, but H must come before "
+            "T, (B, H, T, dh); add transpose(0, 2, 1, 3) (torch: .transpose(1, 2)).",
+            lambda x, h: x.reshape(x.shape[0], x.shape[1], h, x.shape[2] // h)),
+)
+
+
+def check_split_heads(answer, behaviour: str | None = None, torch_inputs: bool = False) -> str:
+    """``answer(x (B, T, C), n_heads) -> (B, H, T, dh)``; ``torch_inputs`` passes tensors."""
+    cases = SPLIT_CASES
+    if torch_inputs:
+        import torch
+
+        cases = tuple(Case(c.label, (torch.tensor(c.args[0]), c.args[1]), c.kwargs, c.behaviour)
+                      for c in SPLIT_CASES)
+    return run_check("split_heads", answer, lambda x, h: split_heads(as_numbers(x), h), cases,
+                     SPLIT_MISTAKES, behaviour, prepare=as_numbers)
+
+
+# -- 08 the KV cache ----------------------------------------------------------
+
+def cache_mask_reference(n_cached: int, n_new: int) -> np.ndarray:
+    """New queries at positions ``n_cached ..`` over keys ``0 .. n_cached + n_new - 1``."""
+    total = n_cached + n_new
+    return mask_from_positions(np.arange(n_cached, total), np.arange(total))
+
+
+CACHE_MASK_CASES = (
+    Case("3 cached positions, 2 new queries", (3, 2)),
+    Case("no cache yet: the square causal mask", (0, 3)),
+    Case("one new query after 4 cached keys", (4, 1)),
+    Case("1 cached position, 3 new queries", (1, 3)),
+)
+
+UPPER_LEFT = (
+    "upper-left causal alignment in the cache: query i of the new block sits at position "
+    "n_cached + i, so it reads keys 0 .. n_cached + i; build the mask from absolute positions "
+    "(key_pos > query_pos is blocked). `is_causal=True` on a non-square (Tq, Tk) aligns "
+    "upper-left and hides cached keys."
+)
+
+CACHE_MASK_MISTAKES = (
+    Mistake("upper-left causal alignment in the cache", UPPER_LEFT,
+            lambda c, n: np.triu(np.ones((n, c + n), dtype=bool), k=1)),
+    Mistake("mask inverted", "mask inverted: True must mean blocked, and you blocked the keys "
+            "a query may read.", lambda c, n: ~cache_mask_reference(c, n)),
+)
+
+
+def check_cache_mask(answer, behaviour: str | None = None) -> str:
+    """``answer(n_cached, n_new) -> (n_new, n_cached + n_new)`` bool, True = blocked."""
+    return run_check("cache_mask", answer, cache_mask_reference, CACHE_MASK_CASES,
+                     CACHE_MASK_MISTAKES, behaviour, prepare=as_numbers)
+
+
+# -- 07 weights across the PyTorch boundary -----------------------------------
+
+_rng = np.random.default_rng(7)
+WEIGHT_CASES = (
+    Case("nn.Linear(4, 6).weight, shape (out, in) = (6, 4)", (_rng.normal(size=(6, 4)),)),
+    Case("a square (4, 4) weight", (_rng.normal(size=(4, 4)),)),
+)
+
+TRANSPOSE_MISSING = (
+    "transpose missing in weight transfer: nn.Linear stores its weight as (out, in) and computes "
+    "x @ weight.T, so the NumPy matrix for x @ W is weight.T (a square weight hides the bug: "
+    "no shape error, wrong values)."
+)
+
+WEIGHT_MISTAKES = (
+    Mistake("transpose missing in weight transfer", TRANSPOSE_MISSING, lambda w: w),
+)
+
+
+def check_weight_transfer(answer, behaviour: str | None = None) -> str:
+    """``answer(linear_weight (out, in)) -> W (in, out)`` such that ``x @ W`` is the layer."""
+    return run_check("weight_transfer", answer, lambda w: w.T, WEIGHT_CASES, WEIGHT_MISTAKES,
+                     behaviour, prepare=as_numbers)
+
+
+# -- 07 / 10 inference is deterministic ---------------------------------------
+
+DROPOUT_ON = (
+    "dropout left on at inference: two runs on the same input gave different outputs; call "
+    "model.eval() before evaluating, and pass dropout_p=0.0 to "
+    "F.scaled_dot_product_attention outside training (eval() does not change that argument)."
+)
+
+
+def check_inference(run, x, expected, atol: float = 1e-5, name: str = "inference") -> str:
+    """``run(x)`` twice: the same output both times, and equal to ``expected``."""
+    __tracebackhide__ = True
+    if run is None:
+        raise NotAttempted(f"{name}: not attempted yet (it is still None).")
+    try:
+        first, second = as_numbers(run(x)), as_numbers(run(x))
+    except NotImplementedError:
+        raise NotAttempted(f"{name}: not attempted yet. It still raises "
+                           "NotImplementedError.") from None
+    if np.shape(first) != np.shape(second) or np.max(np.abs(first - second), initial=0) > atol:
+        raise CheckFailed(f"{name}: {DROPOUT_ON}")
+    expected = as_numbers(expected)
+    if np.shape(first) != np.shape(expected) or np.max(
+            np.abs(first - expected), initial=0) > atol:
+        raise CheckFailed(f"{name}: the output differs from the expected one (largest "
+                          f"difference {float(np.max(np.abs(first - expected))):.3g}).")
+    line = f"{name}: correct; two runs agree and match the expected output."
+    print(line)
+    return line
+
+
+PREDICTIONS = {
+    "ex08.cache_read_out": Prediction(
+        "cache_read_out", [25.0, 30.0], 1e-6,
+        known_wrong=(([10.0, 15.0], UPPER_LEFT),),
+        hint="Query 3 reads keys 0-3, query 4 reads keys 0-4; all scores are 0."),
+}
