@@ -55,3 +55,9 @@ def test_machine_epsilons_are_drawn_as_horizontal_lines():
 def test_negative_differences_are_refused():
     with pytest.raises(ValueError, match="finite values >= 0"):
         difference_bars({"a": {"r": -1.0}})
+
+
+def test_long_row_names_wrap_onto_several_lines():
+    name = "nn.MultiheadAttention, need_weights=False"
+    ax = difference_bars({"a": {name: 1e-7}})["ax"]
+    assert ax.get_xticklabels()[0].get_text() == "nn.MultiheadAttention,\nneed_weights=False"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -13,11 +15,12 @@ def difference_bars(table, rows=None, ax=None, *, title=None, eps=None):
 
     One group per row (e.g. a path), one bar per column (e.g. ``"float32, bias"``).
     An exact 0 cannot sit on a log axis: it is drawn at :data:`FLOOR` and
-    labelled ``0``. ``rows`` picks and orders the rows (default: all of the first
-    column's). ``eps`` maps a label to a machine epsilon drawn as a dashed line,
-    e.g. ``{"float32 eps": 1.2e-7}``. Refuses negative or non-finite differences
-    (``ValueError``). Returns ``{"fig", "ax", "bars": {column: BarContainer},
-    "lines": {label: Line2D}, "zeros": [Text]}``.
+    labelled ``0``. ``rows`` picks and orders the rows (default: all of the
+    first column's); long row names wrap at 22 characters. ``eps`` maps a label
+    to a machine epsilon drawn as a dashed line, e.g. ``{"float32 eps": 1.2e-7}``.
+    Refuses negative or non-finite differences (``ValueError``). Returns
+    ``{"fig", "ax", "bars": {column: BarContainer}, "lines": {label: Line2D},
+    "zeros": [Text]}``.
     """
     columns = list(table)
     rows = list(table[columns[0]]) if rows is None else list(rows)
@@ -44,7 +47,7 @@ def difference_bars(table, rows=None, ax=None, *, title=None, eps=None):
         ax.text(len(rows) - 0.5, value * 1.4, label, ha="right", va="bottom", fontsize=8)
     ax.set_yscale("log")
     ax.set_ylim(FLOOR / 2, max(1e-5, values.max() * 10))
-    ax.set_xticks(x, rows, fontsize=8)
+    ax.set_xticks(x, ["\n".join(textwrap.wrap(r, 22)) for r in rows], fontsize=8)
     ax.set_ylabel("max |difference|")
     ax.legend(fontsize=8, loc="upper left")
     if title:
