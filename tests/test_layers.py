@@ -249,6 +249,20 @@ def test_refuses_3d_mask_as_ambiguous():
 
 
 @pytest.mark.parametrize("impl", ["manual", "sdpa"])
+def test_refuses_a_1d_mask_with_its_own_message_not_the_3d_one(impl):
+    with pytest.raises(ValueError, match=r"got a 1-D mask of shape \(5,\)") as info:
+        make(impl=impl)(*inputs(), mask=torch.zeros(TK, dtype=torch.bool))
+    assert "3-D" not in str(info.value) and "key_padding_mask" in str(info.value)
+
+
+@pytest.mark.parametrize("impl", ["manual", "sdpa"])
+def test_refuses_a_key_of_length_zero_instead_of_returning_the_output_bias(impl):
+    query, _ = inputs()
+    with pytest.raises(ValueError, match=r"key has no positions \(Tk=0, shape \(2, 0, 8\)\)"):
+        make(impl=impl)(query, torch.zeros(B, 0, C, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("impl", ["manual", "sdpa"])
 def test_refuses_fully_masked_row_naming_the_query(impl):
     mask = torch.zeros(B, H, TQ, TK, dtype=torch.bool)
     mask[1, 0, 2] = True
@@ -323,6 +337,39 @@ def test_sdpa_attention_refuses_qkv_that_do_not_fit(k_shape, message):
     q = q.expand(3, 1, 2, 2)
     with pytest.raises(ValueError, match=message):
         sdpa_attention(q, torch.zeros(k_shape), torch.zeros(*k_shape[:-1], 1))
+
+
+def test_sdpa_attention_refuses_keys_of_length_zero_instead_of_returning_zeros():
+    q, k, v = kv_cache_case()
+    with pytest.raises(ValueError, match=r"k has no positions \(Tk=0, shape \(1, 1, 0, 2\)\)"):
+        sdpa_attention(q, k[..., :0, :], v[..., :0, :])
+
+
+def test_sdpa_attention_refuses_width_zero_instead_of_averaging_v():
+    q, k, v = kv_cache_case()
+    with pytest.raises(ValueError, match=r"q and k have no features \(d_k=0"):
+        sdpa_attention(q[..., :0], k[..., :0], v)
+
+
+@pytest.mark.parametrize("bad", [-0.5, 1.0, float("nan")])
+def test_sdpa_attention_refuses_a_dropout_p_outside_zero_one(bad):
+    with pytest.raises(ValueError, match=r"dropout_p must be in \[0, 1\)"):
+        sdpa_attention(*kv_cache_case(), dropout_p=bad)
+
+
+def test_sdpa_attention_refuses_a_dropout_p_that_is_not_a_number():
+    with pytest.raises(TypeError, match=r"dropout_p must be a number in \[0, 1\); got '0.1'"):
+        sdpa_attention(*kv_cache_case(), dropout_p="0.1")
+
+
+def test_sdpa_attention_refusals_use_the_numpy_words():
+    q, k, v = kv_cache_case()
+    for args in ((q, k[..., :0, :], v[..., :0, :]), (q[..., :0], k[..., :0], v)):
+        with pytest.raises(ValueError) as torch_info:
+            sdpa_attention(*args)
+        with pytest.raises(ValueError) as numpy_info:
+            mha.attention(*(t.numpy() for t in args))
+        assert str(torch_info.value) == str(numpy_info.value)
 
 
 def test_sdpa_attention_refuses_an_sdpa_style_float_mask():
@@ -461,8 +508,3 @@ def test_nn_masks_refuse_fully_masked_row():
 def test_import_mha_does_not_import_torch():
     code = "import sys, mha; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
-
-
-def test_crossings_are_reachable_from_mha_layers():
-    assert mha.layers.sdpa_attention is sdpa_attention
-    assert mha.layers.to_nn_multihead is to_nn_multihead

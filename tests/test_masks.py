@@ -105,6 +105,31 @@ def test_mask_from_positions_refuses_a_window_below_one_or_not_an_integer(bad):
         masks.mask_from_positions([0, 1], [0, 1], window=bad)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64])
+def test_mask_from_positions_with_unsigned_positions_and_a_window_does_not_wrap_around(dtype):
+    # Query 0 - window 2 would underflow to a huge unsigned number and block every key.
+    pos = np.arange(4, dtype=dtype)
+    expected = masks.mask_from_positions(np.arange(4), np.arange(4), window=2)
+    np.testing.assert_array_equal(masks.mask_from_positions(pos, pos, window=2), expected)
+
+
+def test_mask_from_positions_with_int8_positions_near_the_minimum_and_a_window():
+    pos = np.array([-128, -127, -126], dtype=np.int8)
+    expected = masks.mask_from_positions(np.arange(3), np.arange(3), window=2)
+    np.testing.assert_array_equal(masks.mask_from_positions(pos, pos, window=2), expected)
+
+
+def test_mask_from_positions_with_a_window_wider_than_the_dtype_blocks_only_the_future():
+    pos = np.arange(4, dtype=np.int8)
+    np.testing.assert_array_equal(masks.mask_from_positions(pos, pos, window=300),
+                                  mha.causal_mask(4))
+
+
+def test_mask_from_positions_refuses_positions_whose_differences_overflow_int64():
+    with pytest.raises(ValueError, match=r"key positions must lie strictly between -2\*\*62"):
+        masks.mask_from_positions(np.array([0]), np.array([2**63], dtype=np.uint64))
+
+
 # -- padding_mask and key_padding_to_4d -------------------------------------
 
 
@@ -367,6 +392,18 @@ def test_to_additive_refuses_a_fully_masked_row():
 def test_to_additive_refuses_a_non_boolean_mask():
     with pytest.raises(TypeError, match="to_additive takes a boolean mask"):
         masks.to_additive(np.array([0.0, 1.0]))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int8, bool])
+def test_to_additive_refuses_a_numpy_dtype_that_cannot_hold_minus_inf(dtype):
+    with pytest.raises(TypeError, match="to_additive needs a floating dtype to hold -inf"):
+        masks.to_additive(np.array([False, True]), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool])
+def test_to_additive_refuses_a_torch_dtype_that_cannot_hold_minus_inf(dtype):
+    with pytest.raises(TypeError, match="to_additive needs a floating dtype to hold -inf"):
+        masks.to_additive(torch.tensor([False, True]), dtype=dtype)
 
 
 def test_from_additive_reads_minus_inf_as_blocked():

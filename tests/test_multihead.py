@@ -55,6 +55,35 @@ def test_merge_heads_returns_a_contiguous_array():
     assert mha.merge_heads(mha.split_heads(encoded(), H)).flags.c_contiguous
 
 
+def test_split_heads_works_on_a_torch_tensor_as_the_torch_module_splits():
+    torch = pytest.importorskip("torch")
+    from mha.layers import MultiHeadAttention as TorchMHA
+
+    x = torch.from_numpy(encoded())
+    heads = mha.split_heads(x, H)
+    assert isinstance(heads, torch.Tensor)
+    assert torch.equal(heads, TorchMHA(C, H)._split_heads(x))
+
+
+def test_merge_heads_of_a_torch_tensor_inverts_split_heads_and_passes_gradients():
+    torch = pytest.importorskip("torch")
+    x = torch.from_numpy(encoded()).double().requires_grad_(True)
+    back = mha.merge_heads(mha.split_heads(x, H))
+    assert torch.equal(back, x) and back.is_contiguous()
+    back.sum().backward()
+    assert torch.equal(x.grad, torch.ones_like(x))
+
+
+def test_multihead_docstring_examples_hold():
+    # The float16 example states what the class returns (float32), not what it stores.
+    import doctest
+
+    import mha.multihead
+
+    result = doctest.testmod(mha.multihead)
+    assert result.attempted >= 3 and result.failed == 0
+
+
 def test_split_heads_refuses_a_width_not_divisible_by_the_heads():
     with pytest.raises(ValueError, match=r"C=10 is not divisible by n_heads=4"):
         mha.split_heads(np.zeros((1, 2, 10)), 4)

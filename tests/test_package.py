@@ -57,6 +57,42 @@ def test_a_lazy_name_without_a_module_is_an_attribute_error(monkeypatch):
     assert not hasattr(mha, "no_such_module")
 
 
+def lazy_table():
+    """{module name: what it loads} from the table in the package docstring."""
+    rows = {}
+    for line in mha.__doc__.splitlines():
+        if line[:1].isalpha() and "  " in line and line.rstrip().endswith(
+                ("torch", "matplotlib", "ipywidgets", "NumPy", "(absent)")):
+            names, loads = line.split("  ")[0], line.split()[-1]
+            for name in names.split(","):
+                rows[name.strip()] = loads
+    return rows
+
+
+def test_the_docstring_table_names_every_lazy_submodule():
+    assert set(lazy_table()) == set(mha._LAZY)
+
+
+def test_every_submodule_the_docstring_table_lists_as_present_exists():
+    import importlib.util
+
+    present = {n for n, loads in lazy_table().items() if loads != "(absent)"}
+    assert all(importlib.util.find_spec(f"mha.{n}") for n in present)
+
+
+def test_mha_layers_does_not_reexport_torch_transfer():
+    import mha.layers
+
+    assert not hasattr(mha.layers, "sdpa_attention")
+    assert not hasattr(mha.layers, "to_nn_multihead")
+
+
+def test_importing_mha_layers_does_not_import_torch_transfer():
+    state = run_fresh("import json, sys, mha.layers\n"
+                      "print(json.dumps({'loaded': 'mha.torch_transfer' in sys.modules}))")
+    assert state == {"loaded": False}
+
+
 def test_an_unknown_attribute_is_an_attribute_error():
     with pytest.raises(AttributeError, match=r"no attribute 'nonsense'"):
         mha.nonsense  # noqa: B018

@@ -1,9 +1,30 @@
 """mha: the small package behind the multi-head attention notebooks.
 
-``import mha`` is cheap: it loads NumPy only. The torch modules
-(:mod:`mha.layers`), plotting (:mod:`mha.plot`) and widgets
-(:mod:`mha.widgets`) load when first used, e.g. ``mha.layers`` or
-``from mha import widgets``.
+``import mha`` is cheap: it loads NumPy only. The submodules named in
+``_LAZY`` load on first use, ``mha.layers`` or ``from mha import widgets``:
+
+==================  ================================================  ==========
+module              what it holds                                     loads
+==================  ================================================  ==========
+layers              torch MultiHeadAttention (manual and SDPA)        torch
+torch_transfer      weights and masks to and from nn.Multihead-       torch
+                    Attention and NumPy; the SDPA wrapper
+compare             one set of weights through every attention path   torch
+kv_cache            the KV cache                                      torch
+rope                rotary positions                                  torch
+decoder             a tiny decoder-only model that uses the cache     torch
+induction           a tiny model that learns an induction head        torch
+plot                the lessons' pictures                             matplotlib
+widgets             the lessons' explorers                            ipywidgets
+checks              feedback for the graded exercises                 NumPy
+numerical           finite differences                                NumPy
+scaling             lesson 03's computations                          NumPy
+tiled               tiled (online-softmax) attention                  NumPy
+broken, checkup     reserved for lessons not yet written              (absent)
+==================  ================================================  ==========
+
+A reserved name whose module is not in this checkout raises ``AttributeError``;
+``dir(mha)`` lists only the modules present.
 
 Masks everywhere in the package are boolean with **True = blocked**
 (see :mod:`mha.masks`).

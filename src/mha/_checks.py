@@ -176,6 +176,63 @@ def check_causal_lengths(t_q: int, t_k: int, who: str = "is_causal=True") -> Non
         )
 
 
+def check_positive_int(n, name: str) -> int:
+    """``n`` as a Python int >= 1; NumPy integers are accepted, as Python ints are.
+
+    Refuses a bool, a float (even ``8.0``), a string or another non-integer
+    (``DTypeError``, both a ``TypeError`` and a ``ValueError``) and an int below 1
+    (``ValueError``). The NumPy and torch classes both use it for ``d_model`` and
+    ``n_heads``.
+    """
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise DTypeError(f"{name} must be a positive int; got {n!r}.")
+    if n < 1:
+        raise ValueError(f"{name} must be a positive int; got {n!r}.")
+    return int(n)
+
+
+def check_heads(d_model, n_heads) -> tuple[int, int]:
+    """``(d_model, n_heads)`` as ints, refusing what :func:`check_positive_int` refuses
+    and a ``d_model`` that ``n_heads`` does not divide (``ValueError``)."""
+    d_model = check_positive_int(d_model, "d_model")
+    n_heads = check_positive_int(n_heads, "n_heads")
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}: "
+                         "each head needs the same width dh = d_model // n_heads.")
+    return d_model, n_heads
+
+
+def check_flag(value, name: str) -> bool:
+    """``value`` as a bool; refuse anything but ``True`` / ``False`` (``DTypeError``).
+
+    ``packed_qkv="no"`` or ``bias=None`` would otherwise be read by truthiness.
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise DTypeError(f"{name} must be True or False; got {value!r}.")
+    return bool(value)
+
+
+def check_has_keys(shape: tuple[int, ...], name: str = "k") -> None:
+    """Refuse (``ValueError``) keys of length 0: ``shape`` is ``(..., Tk, d)``.
+
+    With no key a query has nothing to read: softmax over an empty row is 0 / 0,
+    and SDPA or a module would return zeros or the output bias instead of an error.
+    """
+    if shape[-2] == 0:
+        raise ValueError(f"{name} has no positions (Tk=0, shape {tuple(shape)}); every query "
+                         "needs at least one key.")
+
+
+def check_has_features(q_shape: tuple[int, ...], k_shape: tuple[int, ...]) -> None:
+    """Refuse (``ValueError``) q and k of width ``d_k = 0``: a dot product needs a feature.
+
+    Without the check NumPy gives scores of 0 and SDPA averages V, silently.
+    """
+    if q_shape[-1] == 0:
+        raise ValueError(f"q and k have no features (d_k=0, shapes {tuple(q_shape)} and "
+                         f"{tuple(k_shape)}); a dot product needs at least one.")
+
+
 def check_dropout(p, name: str = "dropout") -> float:
     """``p`` as a float in ``[0, 1)``; refuse a bool, a string or another non-number
     (``DTypeError``) and a number outside the range, NaN included (``ValueError``)."""

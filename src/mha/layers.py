@@ -9,14 +9,13 @@ Masks follow the package convention: **boolean, True = blocked**. SDPA's
 boolean ``attn_mask`` means the opposite (True = allowed), so every call into it
 goes through :func:`mha.masks.to_sdpa`. The crossings to other code (weights to
 and from ``nn.MultiheadAttention`` and the NumPy class, masks for
-``nn.MultiheadAttention``, :func:`sdpa_attention`) live in
-:mod:`mha.torch_transfer`; they are also reachable here, e.g.
-``mha.layers.to_nn_multihead``.
+``nn.MultiheadAttention``, ``sdpa_attention``) live in
+:mod:`mha.torch_transfer`, which imports this module (never the other way):
+``from mha.torch_transfer import to_nn_multihead``.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 
 import numpy as np
@@ -25,7 +24,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import masks
-from ._checks import check_causal_lengths, check_scale, fully_masked_row_message, mask_dtype_hint
+from ._checks import (
+    check_causal_lengths,
+    check_dropout,
+    check_flag,
+    check_has_keys,
+    check_heads,
+    check_scale,
+    fully_masked_row_message,
+    mask_dtype_hint,
+)
 
 __all__ = ["MultiHeadAttention", "causal_mask_torch", "check_torch_mask"]
 
@@ -116,8 +124,15 @@ class MultiHeadAttention(nn.Module):
     training with dropout they are the dropped-out ones (as in
     ``nn.MultiheadAttention``); in ``eval()`` every row sums to 1.
 
-    Refuses (message names the problem): ``d_model % n_heads != 0``; inputs not
-    ``(B, T, C)``, of another dtype, or key/value batch or length mismatch; a
+    Refuses at construction, with the same rule and words as the NumPy class
+    :class:`mha.MultiHeadAttention`: ``d_model`` or ``n_heads`` that is not a
+    positive int (NumPy integers are fine; ``DTypeError``, both a ``TypeError``
+    and a ``ValueError``, for a non-int), ``d_model % n_heads != 0``, a
+    ``dropout`` that is not a number in ``[0, 1)``, ``bias`` or ``packed_qkv``
+    that is not True / False. Refuses at call time (message names the problem):
+    inputs not ``(B, T, C)``, of another dtype, or key/value batch or length
+    mismatch; keys of length 0 (``Tk = 0``: the output would be ``out_proj.bias``
+    everywhere; ``Tq = 0`` is fine and gives ``(B, 0, C)``); a
     non-bool mask; a mask that does not broadcast to ``(B, H, Tq, Tk)`` or is
     neither 2-D nor 4-D; a fully masked row; ``is_causal`` with ``Tq > Tk``; a
     ``scale`` that is not a finite number >= 0; ``need_weights`` with SDPA.
@@ -126,14 +141,9 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0,
                  packed_qkv: bool = False, impl: str = "manual", device=None, dtype=None):
         super().__init__()
-        for name, n in (("d_model", d_model), ("n_heads", n_heads)):
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise ValueError(f"{name} must be a positive int; got {n!r}.")
-        if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}: "
-                             "each head needs the same width dh = d_model // n_heads.")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1); got {dropout}.")
+        d_model, n_heads = check_heads(d_model, n_heads)
+        dropout = check_dropout(dropout, "dropout")
+        bias, packed_qkv = check_flag(bias, "bias"), check_flag(packed_qkv, "packed_qkv")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.bias, self.dropout, self.packed_qkv = bias, float(dropout), packed_qkv
         self.impl = impl
@@ -194,6 +204,7 @@ class MultiHeadAttention(nn.Module):
         if value.shape[:2] != key.shape[:2]:
             raise ValueError(f"key and value must share (B, Tk): key {tuple(key.shape)}, "
                              f"value {tuple(value.shape)}.")
+        check_has_keys(key.shape, "query" if self_attention else "key")
         scale = 1.0 / math.sqrt(self.d_head) if scale is None else check_scale(scale)
         # Square causal self-attention with no other mask goes to SDPA's own is_causal
         # (its fused kernels); every other causal case becomes an explicit lower-right mask.
@@ -262,6 +273,13 @@ class MultiHeadAttention(nn.Module):
         parts = []
         if mask is not None:
             mask = check_torch_mask(mask, shape, "mask", device, check_rows=False)
+            if mask.ndim == 1:
+                raise ValueError(
+                    f"mask must be (Tq, Tk) or 4-D (B, 1|H, 1|Tq, Tk); got a 1-D mask of shape "
+                    f"{tuple(mask.shape)}, which does not say whose keys it blocks: key padding "
+                    "per sequence goes in key_padding_mask as (B, Tk); the same keys blocked "
+                    "for every query and sequence is mask[None, :], shape (1, Tk)."
+                )
             if mask.ndim not in (2, 4):
                 raise ValueError(
                     f"mask must be (Tq, Tk) or 4-D (B, 1|H, 1|Tq, Tk); got shape "
@@ -303,15 +321,3 @@ def causal_mask_torch(t_q: int, t_k: int, device=None) -> torch.Tensor:
     """
     check_causal_lengths(t_q, t_k)
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).triu(t_k - t_q + 1)
-
-
-_TRANSFER = {"to_nn_multihead", "from_nn_multihead", "to_numpy", "from_numpy",
-             "to_nn_multihead_masks", "sdpa_attention"}
-
-
-def __getattr__(name: str):
-    # The weight and mask crossings live in mha.torch_transfer (which imports this module);
-    # loading it lazily keeps mha.layers.to_nn_multihead working without an import cycle.
-    if name in _TRANSFER:
-        return getattr(importlib.import_module(".torch_transfer", __package__), name)
-    raise AttributeError(f"module 'mha.layers' has no attribute {name!r}")

@@ -49,9 +49,13 @@ def mask_from_positions(query_positions, key_positions, window: int | None = Non
     This is the mask a KV cache needs: two new queries at positions 3 and 4
     reading five cached keys 0..4 block only key 4 for query 3.
 
-    Refuses non-integer or non-1-D positions and a window below 1. It does not
-    refuse a query that sees no key (all keys after it): :func:`mha.attention`
-    and the outbound conversions do.
+    Any integer dtype works, unsigned and 8-bit included: positions are
+    compared in int64, so ``qp - window`` never wraps around.
+
+    Refuses non-integer or non-1-D positions, positions of magnitude ``2**62``
+    or more (``ValueError``; their differences would not fit int64), and a
+    window that is not an integer >= 1. It does not refuse a query that sees no
+    key (all keys after it): :func:`mha.attention` and the outbound conversions do.
     """
     qp = np.asarray(query_positions)
     kp = np.asarray(key_positions)
@@ -63,14 +67,32 @@ def mask_from_positions(query_positions, key_positions, window: int | None = Non
         raise ValueError(
             f"positions must be 1-D, (Tq,) and (Tk,); got shapes {qp.shape} and {kp.shape}."
         )
+    qp, kp = _positions_as_int64(qp, "query"), _positions_as_int64(kp, "key")
     blocked = kp[None, :] > qp[:, None]  # (Tq, Tk)
     if window is not None:
-        if isinstance(window, bool) or int(window) != window or window < 1:
+        whole = isinstance(window, (int, np.integer)) or (
+            isinstance(window, (float, np.floating)) and float(window).is_integer())
+        if isinstance(window, (bool, np.bool_)) or not whole or window < 1:
             raise ValueError(
                 f"window must be an integer >= 1 (the query sees itself); got {window!r}."
             )
-        blocked |= kp[None, :] <= qp[:, None] - int(window)
+        # qp - kp fits int64 (|positions| < 2**62); a window past int64 blocks nothing more.
+        w = min(int(window), np.iinfo(np.int64).max)
+        blocked |= (qp[:, None] - kp[None, :]) >= w
     return blocked
+
+
+_POSITION_LIMIT = 2**62
+
+
+def _positions_as_int64(p: np.ndarray, which: str) -> np.ndarray:
+    """Integer positions as int64, refusing magnitudes whose differences overflow int64."""
+    if p.size and (int(p.max()) >= _POSITION_LIMIT or int(p.min()) <= -_POSITION_LIMIT):
+        raise ValueError(
+            f"{which} positions must lie strictly between -2**62 and 2**62; got values from "
+            f"{int(p.min())} to {int(p.max())}."
+        )
+    return p.astype(np.int64)
 
 
 def causal_mask(t: int, window: int | None = None, t_k: int | None = None) -> np.ndarray:
@@ -186,8 +208,10 @@ def to_additive(mask, dtype=None):
     """Package mask -> additive float mask: 0 where allowed, ``-inf`` where blocked.
 
     ``dtype`` defaults to float64 for NumPy and to torch's default float dtype
-    for a tensor. Refuses a non-boolean mask and a fully masked row (adding a
-    row of ``-inf`` makes ``torch.softmax`` return NaN).
+    for a tensor. Refuses a non-boolean mask, a ``dtype`` that is not floating
+    (``TypeError``: an integer type cannot hold ``-inf``; NumPy would put its
+    minimum there with only a warning), and a fully masked row (adding a row of
+    ``-inf`` makes ``torch.softmax`` return NaN).
     """
     mask = _bool_mask(mask, "to_additive")
     _refuse_fully_masked(mask, "to_additive")
@@ -195,9 +219,14 @@ def to_additive(mask, dtype=None):
         import torch
 
         dtype = torch.get_default_dtype() if dtype is None else dtype
+        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+            raise TypeError(f"to_additive needs a floating dtype to hold -inf; got {dtype}.")
         zeros = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
         return zeros.masked_fill(mask, -torch.inf)
-    return np.where(mask, -np.inf, 0.0).astype(np.float64 if dtype is None else dtype)
+    dtype = np.dtype(np.float64 if dtype is None else dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"to_additive needs a floating dtype to hold -inf; got {dtype}.")
+    return np.where(mask, -np.inf, 0.0).astype(dtype)
 
 
 def from_additive(additive):

@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array
+from ._checks import as_float_array, check_flag, check_has_keys, check_heads, check_positive_int
 from .reference import attention
 
 __all__ = ["MultiHeadAttention", "split_heads", "merge_heads"]
 
 
 def _check_n_heads(n_heads) -> int:
-    if isinstance(n_heads, (bool, np.bool_)) or not isinstance(n_heads, (int, np.integer)):
-        raise TypeError(f"n_heads must be a positive int; got {n_heads!r}.")
-    if n_heads < 1:
-        raise ValueError(f"n_heads must be a positive int; got {n_heads}.")
-    return int(n_heads)
+    return check_positive_int(n_heads, "n_heads")
 
 
 def split_heads(x, n_heads: int):
@@ -31,37 +27,48 @@ def split_heads(x, n_heads: int):
     then is ``H`` moved in front of ``T``. Reshaping straight to
     ``(B, H, T, dh)`` has the right shape and the wrong values.
 
-    Works on NumPy arrays (and anything with ``reshape`` / ``transpose`` that
-    behaves like them); the result is a view with ``x``'s dtype. Refuses an
-    input that is not 3-d, ``n_heads`` that is not a positive int, and ``C``
-    not divisible by ``n_heads`` (``ValueError`` / ``TypeError``).
+    Works on NumPy arrays (anything else goes through ``np.asarray``) and on
+    torch tensors (a tensor in gives a tensor out, gradients flow); the result
+    is a view of ``x`` with ``x``'s dtype, not contiguous when ``H > 1`` and
+    ``T > 1``. Refuses an input that is not 3-d, ``n_heads`` that is not a
+    positive int, and ``C`` not divisible by ``n_heads`` (``ValueError`` /
+    ``TypeError``).
+
+    >>> split_heads(np.arange(8).reshape(1, 2, 4), 2)[0, 1]  # head 1: channels 2, 3
+    array([[2, 3],
+           [6, 7]])
     """
-    if not hasattr(x, "shape"):
-        x = np.asarray(x)
+    x = x if _is_torch(x) else np.asarray(x)
     n_heads = _check_n_heads(n_heads)
     if len(x.shape) != 3:
         raise ValueError(f"split_heads takes x of shape (B, T, C); got shape {tuple(x.shape)}.")
     b, t, c = x.shape
     if c % n_heads:
         raise ValueError(f"the model width C={c} is not divisible by n_heads={n_heads}.")
-    return x.reshape(b, t, n_heads, c // n_heads).transpose(0, 2, 1, 3)
+    # swapaxes (not NumPy's transpose(0, 2, 1, 3), which torch spells differently) serves both.
+    return x.reshape(b, t, n_heads, c // n_heads).swapaxes(1, 2)
 
 
 def merge_heads(x):
     """``(B, H, T, dh)`` -> ``(B, T, H * dh)``, the inverse of :func:`split_heads`.
 
-    Heads go back side by side along the last dim; the result is a new
-    contiguous array with ``x``'s dtype. Refuses an input that is not 4-d
-    (``ValueError``).
+    Heads go back side by side along the last dim. The result has ``x``'s
+    dtype and is contiguous: a copy when ``H > 1`` and ``T > 1`` (the heads
+    must be interleaved in memory), otherwise possibly a view of ``x``. Works on
+    NumPy arrays and torch tensors, like :func:`split_heads`. Refuses an input
+    that is not 4-d (``ValueError``).
     """
-    if not hasattr(x, "shape"):
-        x = np.asarray(x)
+    x = x if _is_torch(x) else np.asarray(x)
     if len(x.shape) != 4:
         raise ValueError(
             f"merge_heads takes x of shape (B, H, T, dh); got shape {tuple(x.shape)}."
         )
     b, h, t, dh = x.shape
-    return x.transpose(0, 2, 1, 3).reshape(b, t, h * dh)
+    return x.swapaxes(1, 2).reshape(b, t, h * dh)
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch")
 
 
 class MultiHeadAttention:
@@ -79,30 +86,31 @@ class MultiHeadAttention:
     ``x @ w``; biases ``b_q, b_k, b_v, b_o`` are ``(C,)`` or None.
     Initialised uniform in ``+-1/sqrt(C)`` from ``seed``; the dtype is fixed
     at construction (float64 by default) and inputs are cast to it, so
-    ``out`` has that dtype (float16 modules compute attention in float32).
+    ``out`` and ``weights`` have that dtype, except for float16: the
+    projections run in float16, but attention computes in float32 (the dtype
+    rule of :func:`mha.attention`), so a float16 module returns float32.
 
-    Refuses at construction: ``d_model`` or ``n_heads`` that is not a
-    positive int, ``d_model`` not divisible by ``n_heads``, a non-floating
-    dtype. At call time: inputs that are not ``(B, T, C)`` with the model's
-    ``C``, ``x`` and ``context`` with different ``B``, and whatever
-    :func:`mha.attention` refuses (bad values, a bad or fully blocking mask).
+    >>> out, w = MultiHeadAttention(4, 2, dtype=np.float16)(np.ones((1, 3, 4)))
+    >>> out.dtype, w.dtype
+    (dtype('float32'), dtype('float32'))
+
+    Refuses at construction, with the same rule and words as the torch module
+    :class:`mha.layers.MultiHeadAttention`: ``d_model`` or ``n_heads`` that is
+    not a positive int (NumPy integers are fine; ``DTypeError`` for a non-int,
+    ``ValueError`` below 1), ``d_model`` not divisible by ``n_heads``, a
+    ``bias`` that is not True / False, a non-floating dtype. At call time:
+    inputs that are not ``(B, T, C)`` with the model's ``C``, ``x`` and
+    ``context`` with different ``B``, keys of length 0 (``Tk = 0``; ``Tq = 0``
+    is fine and gives ``(B, 0, C)``), and whatever :func:`mha.attention`
+    refuses (bad values, a bad or fully blocking mask).
     """
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = False, seed: int = 0,
                  dtype=np.float64):
-        if isinstance(d_model, (bool, np.bool_)) or not isinstance(d_model, (int, np.integer)):
-            raise TypeError(f"d_model must be a positive int; got {d_model!r}.")
-        if d_model < 1:
-            raise ValueError(f"d_model must be a positive int; got {d_model}.")
-        n_heads = _check_n_heads(n_heads)
-        if d_model % n_heads:
-            raise ValueError(
-                f"d_model={d_model} is not divisible by n_heads={n_heads}; "
-                "each head gets d_model // n_heads channels."
-            )
+        d_model, n_heads = check_heads(d_model, n_heads)
+        bias = check_flag(bias, "bias")
         if np.dtype(dtype).kind != "f":
             raise TypeError(f"dtype must be a floating dtype; got {np.dtype(dtype)}.")
-        d_model = int(d_model)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.dtype = np.dtype(dtype)
         rng = np.random.default_rng(seed)
@@ -138,6 +146,7 @@ class MultiHeadAttention:
                     f"x and context must have the same batch size B: x has shape {x.shape}, "
                     f"context has shape {context.shape}."
                 )
+        check_has_keys(context.shape, "x" if context is x else "context")
         q = split_heads(self._project(x, self.w_q, self.b_q), self.n_heads)  # (B, H, Tq, dh)
         k = split_heads(self._project(context, self.w_k, self.b_k), self.n_heads)  # (B, H, Tk, dh)
         v = split_heads(self._project(context, self.w_v, self.b_v), self.n_heads)  # (B, H, Tk, dh)

@@ -26,6 +26,8 @@ import numpy as np
 from ._checks import (
     as_float_array,
     check_causal_lengths,
+    check_has_features,
+    check_has_keys,
     check_mask,
     check_real_dtype,
     check_scale,
@@ -205,15 +207,8 @@ def _check_qkv(q, k, v):
             f"q and k must share the feature width d_k: q has shape {q.shape} (d_k={q.shape[-1]}), "
             f"k has shape {k.shape} (d_k={k.shape[-1]})."
         )
-    if q.shape[-1] == 0:
-        raise ValueError(
-            f"q and k have no features (d_k=0, shapes {q.shape} and {k.shape}); "
-            "a dot product needs at least one."
-        )
-    if k.shape[-2] == 0:
-        raise ValueError(
-            f"k has no positions (Tk=0, shape {k.shape}); every query needs at least one key."
-        )
+    check_has_features(q.shape, k.shape)
+    check_has_keys(k.shape, "k")
     arrays = [q, k]
     if v is not None:
         v = as_float_array(v, "v", min_ndim=2)

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import masks
-from ._checks import check_dropout, check_scale
+from ._checks import check_dropout, check_has_features, check_has_keys, check_scale
 from .layers import MultiHeadAttention, causal_mask_torch, check_torch_mask
 from .multihead import MultiHeadAttention as NumpyMultiHeadAttention
 
@@ -288,12 +288,8 @@ def _check_qkv(q, k, v) -> torch.Size:
                          f"k {tuple(k.shape)}.")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same Tk: k {tuple(k.shape)}, v {tuple(v.shape)}.")
-    if q.shape[-1] == 0:
-        raise ValueError(f"q and k have no features (d_k=0, shapes {tuple(q.shape)} and "
-                         f"{tuple(k.shape)}); a dot product needs at least one.")
-    if k.shape[-2] == 0:
-        raise ValueError(f"k has no positions (Tk=0, shape {tuple(k.shape)}); every query needs "
-                         "at least one key.")
+    check_has_features(q.shape, k.shape)
+    check_has_keys(k.shape, "k")
     try:
         return torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
