@@ -11,7 +11,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import mha  # noqa: E402
-from mha.plot import naive_vs_stable, scores_to_weights  # noqa: E402
+from mha.plot import heatmap, naive_vs_stable, scores_to_weights  # noqa: E402
+from mha.plot.words import outline_cell  # noqa: E402
 
 SCORES = np.array([[1.0, 0.0, -1.0], [2.0, 2.0, 0.0]])  # (Tq=2, Tk=3)
 SHIFTS = np.arange(-1000.0, 1001.0)  # (2001,), step 1
@@ -148,3 +149,19 @@ def test_naive_vs_stable_refuses_shifts_that_do_not_increase():
 def test_naive_vs_stable_refuses_an_index_outside_the_logits():
     with pytest.raises(ValueError, match="outside the 2 logits"):
         naive_vs_stable([1.0, 0.0], SHIFTS, index=2)
+
+
+# -- outline_cell (the boxed S[2, 3]) ------------------------------------------
+
+def test_outline_cell_boxes_row_i_and_column_j_of_the_heatmap():
+    ax, _ = heatmap(np.zeros((4, 4)))
+    box = outline_cell(ax, 2, 3)
+    assert box.get_xy() == (2.5, 1.5)  # x runs across the columns (keys), y down the rows
+    assert box in ax.patches
+
+
+def test_outline_cell_is_one_cell_wide_and_high_and_not_filled():
+    ax, _ = heatmap(np.zeros((4, 4)))
+    box = outline_cell(ax, 0, 1)
+    assert (box.get_width(), box.get_height()) == (1, 1)
+    assert not box.get_fill()
