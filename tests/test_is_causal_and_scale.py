@@ -321,3 +321,13 @@ def test_sdpa_attention_refuses_is_causal_with_more_queries_than_keys():
 def test_sdpa_attention_refuses_a_negative_scale():
     with pytest.raises(ValueError, match="scale must be a finite number >= 0"):
         sdpa_attention(*qkv(2, 2), scale=-0.5)
+
+
+def test_every_path_refuses_an_is_causal_that_is_not_true_or_false():
+    q, k, v = qkv(2, 2)
+    calls = [lambda: mha.attention(q.numpy(), k.numpy(), v.numpy(), is_causal="no"),
+             lambda: sdpa_attention(q, k, v, is_causal="no"),
+             lambda: make()(tokens(2), is_causal="no")]
+    for call in calls:
+        with pytest.raises(TypeError, match="is_causal must be True or False; got 'no'"):
+            call()

@@ -160,3 +160,38 @@ def test_multihead_self_attention_is_permutation_equivariant(bias, n_heads, t, s
     out_p, weights_p = layer(x[:, perm])
     np.testing.assert_allclose(out_p, out[:, perm], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(weights_p, weights[:, :, perm][..., perm], rtol=1e-10, atol=1e-12)
+
+
+@FEW
+@given(attention_case(with_mask=False), st.data())
+def test_is_causal_output_of_a_query_ignores_every_key_after_its_position(case, data):
+    """Query i sits at position Tk - Tq + i: changing later keys and values changes nothing."""
+    dtype, q, k, v, _ = case
+    tq, tk = q.shape[-2], k.shape[-2]
+    if tq > tk:
+        q = q[..., :tk, :]
+        tq = tk
+    i = data.draw(st.integers(0, tq - 1))
+    first_hidden = tk - tq + i + 1
+    k2, v2 = k.copy(), v.copy()
+    k2[..., first_hidden:, :] += 3.0
+    v2[..., first_hidden:, :] -= 5.0
+    out, _ = mha.attention(q, k, v, is_causal=True)
+    out2, _ = mha.attention(q, k2, v2, is_causal=True)
+    np.testing.assert_allclose(out2[..., i, :], out[..., i, :], rtol=TOL[dtype], atol=TOL[dtype])
+
+
+@FEW
+@given(attention_case(with_mask=False))
+def test_is_causal_equals_the_explicit_lower_right_mask(case):
+    _, q, k, v, _ = case
+    tq, tk = q.shape[-2], k.shape[-2]
+    if tq > tk:
+        with pytest.raises(ValueError, match="is_causal=True with Tq="):
+            mha.attention(q, k, v, is_causal=True)
+        return
+    out, w = mha.attention(q, k, v, is_causal=True)
+    blocked = mha.masks.mask_from_positions(np.arange(tk - tq, tk), np.arange(tk))
+    out_m, w_m = mha.attention(q, k, v, mask=blocked)
+    np.testing.assert_array_equal(out, out_m)
+    np.testing.assert_array_equal(w, w_m)

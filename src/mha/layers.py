@@ -206,6 +206,8 @@ class MultiHeadAttention(nn.Module):
                              f"value {tuple(value.shape)}.")
         check_has_keys(key.shape, "query" if self_attention else "key")
         scale = 1.0 / math.sqrt(self.d_head) if scale is None else check_scale(scale)
+        is_causal = check_flag(is_causal, "is_causal")
+        average_attn_weights = check_flag(average_attn_weights, "average_attn_weights")
         # Square causal self-attention with no other mask goes to SDPA's own is_causal
         # (its fused kernels); every other causal case becomes an explicit lower-right mask.
         sdpa_causal = is_causal and mask is None and key_padding_mask is None and t_q == t_k

@@ -26,6 +26,7 @@ import numpy as np
 from ._checks import (
     as_float_array,
     check_causal_lengths,
+    check_flag,
     check_has_features,
     check_has_keys,
     check_mask,
@@ -182,7 +183,7 @@ def attention(q, k, v, mask=None, scale: float | None = None, is_causal: bool = 
     """
     q, k, v = _check_qkv(q, k, v)
     s = scores(q, k, scale)  # (..., Tq, Tk)
-    if is_causal:
+    if check_flag(is_causal, "is_causal"):
         t_q, t_k = s.shape[-2:]
         check_causal_lengths(t_q, t_k)
         blocked = causal_mask(t_q, t_k=t_k)  # (Tq, Tk), lower-right

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import masks
-from ._checks import check_dropout, check_has_features, check_has_keys, check_scale
+from ._checks import check_dropout, check_flag, check_has_features, check_has_keys, check_scale
 from .layers import MultiHeadAttention, causal_mask_torch, check_torch_mask
 from .multihead import MultiHeadAttention as NumpyMultiHeadAttention
 
@@ -255,6 +255,7 @@ def sdpa_attention(q, k, v, mask=None, dropout_p: float = 0.0, *, is_causal: boo
     """
     lead = _check_qkv(q, k, v)
     check_dropout(dropout_p, "dropout_p")
+    is_causal = check_flag(is_causal, "is_causal")
     if scale is not None:
         scale = check_scale(scale)
     t_q, t_k = q.shape[-2], k.shape[-2]
