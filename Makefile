@@ -14,13 +14,20 @@ PYTEST_ARGS ?=
 # Extra flags for JupyterLab (tests pass --no-browser and a port).
 LAB_ARGS ?=
 
-.PHONY: env lab test test-pythons notebooks lint clean help
+.PHONY: env lab test test-pythons notebooks lint clean help course-release course-collect course-zip-collect \
+	course-autograde course-feedback course-export course-check
 
 help:
 	@echo "make lab        create .venv if needed, open JupyterLab (127.0.0.1, token) at lesson 00"
 	@echo "make test       create .venv if needed, run every test and every notebook (strict nbval)"
 	@echo "make notebooks  re-execute the lessons in place (fresh kernel each) so outputs match the code"
 	@echo "make lint       ruff over src/ tests/ tools/"
+	@echo "make course-release    student notebooks from course/source (notebooks/exercises/, gradebook)"
+	@echo "make course-collect SUBMISSIONS=DIR   copy DIR/<student>/<assignment>/ into course/submitted"
+	@echo "make course-zip-collect ZIPS=DIR ASSIGNMENT=exNN_topic LMS=Canvas|Moodle|Blackboard"
+	@echo "make course-autograde  grade every submission into course/gradebook.db"
+	@echo "make course-feedback   feedback HTML in course/feedback/ (hidden tests cleared)"
+	@echo "make course-export     grades to course/grades.csv (GRADES_CSV=path to change)"
 	@echo "make test-pythons  make test on each of PYTHONS, one venv each under .venvs/"
 
 env: $(STAMP)
@@ -44,6 +51,44 @@ test: $(STAMP)
 	$(BIN)/ruff check src tests tools benchmarks
 	$(BIN)/python -m pytest tests notebooks --nbval \
 	    --nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=120 $(PYTEST_ARGS)
+
+# -- The classroom flow: an nbgrader course in course/ (docs/TEACHING.md) -----
+# nbgrader runs from course/ (its nbgrader_config.py) with the venv's bin on PATH,
+# because it shells out to `alembic`. The gradebook is course/gradebook.db (SQLite).
+COURSE      ?= course
+SUBMISSIONS ?=
+ZIPS        ?=
+ASSIGNMENT  ?=
+LMS         ?= Canvas
+GRADES_CSV  ?= $(COURSE)/grades.csv
+EXERCISES   ?= notebooks/exercises
+NBGRADER     = cd $(COURSE) && PATH="$(abspath $(BIN)):$$PATH" "$(abspath $(BIN))/nbgrader"
+
+course-release: $(STAMP)
+	$(BIN)/python tools/generate_exercises.py --course "$(COURSE)" --exercises "$(EXERCISES)"
+
+course-check: $(STAMP)
+	$(BIN)/python tools/generate_exercises.py --check --course "$(COURSE)" --exercises "$(EXERCISES)"
+
+course-collect: $(STAMP)
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make course-collect SUBMISSIONS=DIR   (DIR/<student>/<assignment>/<assignment>.ipynb)"; exit 2; }
+	mkdir -p $(COURSE)/submitted
+	cp -R "$(SUBMISSIONS)"/. $(COURSE)/submitted/
+
+course-zip-collect: $(STAMP)
+	@test -n "$(ZIPS)" && test -n "$(ASSIGNMENT)" || { echo "usage: make course-zip-collect ZIPS=DIR ASSIGNMENT=exNN_topic LMS=Canvas|Moodle|Blackboard"; exit 2; }
+	mkdir -p $(COURSE)/downloaded/$(ASSIGNMENT)/archive
+	cp "$(ZIPS)"/* $(COURSE)/downloaded/$(ASSIGNMENT)/archive/
+	$(NBGRADER) zip_collect $(ASSIGNMENT) --force --strict --collector=lms_collectors.$(LMS)Collector
+
+course-autograde: $(STAMP)
+	$(NBGRADER) autograde "*" --force
+
+course-feedback: $(STAMP)
+	$(NBGRADER) generate_feedback "*" --force
+
+course-export: $(STAMP)
+	$(NBGRADER) export --to="$(abspath $(GRADES_CSV))"
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/execute_notebooks.py

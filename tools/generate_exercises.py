@@ -37,7 +37,7 @@ def nbgrader_env() -> dict:
     return env
 
 
-def run_nbgrader(args: list[str], course: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+def run_nbgrader(args: list[str], course: Path, timeout: float = 600):
     """``nbgrader ARGS`` in ``course`` (its nbgrader_config.py applies); raise on failure."""
     proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course,
                           env=nbgrader_env(), capture_output=True, text=True, timeout=timeout)
@@ -52,7 +52,7 @@ def assignments(course: Path = COURSE) -> list[str]:
 
 
 def generate_into(tmp: Path, course: Path = COURSE) -> dict[str, Path]:
-    """Generate every student notebook in a copy of ``course`` under ``tmp``, without a gradebook."""
+    """Every student notebook, generated in a copy of ``course`` under ``tmp`` (no gradebook)."""
     copy = tmp / "course"
     shutil.copytree(course / "source", copy / "source")
     for name in COURSE_FILES:
@@ -86,18 +86,19 @@ def stale(exercises: Path = EXERCISES, course: Path = COURSE) -> list[str]:
         for name, path in fresh.items():
             committed = exercises / f"{name}.ipynb"
             if not committed.exists():
-                problems.append(f"{committed.relative_to(ROOT)} is missing")
+                problems.append(f"{committed} is missing")
                 continue
             want, have = student_view(path), student_view(committed)
             if len(want) != len(have):
-                problems.append(f"{committed.name}: {len(have)} cells, the source gives {len(want)}")
+                problems.append(
+                    f"{committed.name}: {len(have)} cells, the source gives {len(want)}")
                 continue
             for i, (w, h) in enumerate(zip(want, have, strict=True)):
                 for key in w:
                     if w[key] != h[key]:
                         problems.append(f"{committed.name} cell {i}: {key} differs")
         extra = sorted({p.stem for p in exercises.glob("ex*.ipynb")} - set(fresh))
-        problems += [f"notebooks/exercises/{name}.ipynb has no source in course/source/"
+        problems += [f"{exercises / name}.ipynb has no source in {course / 'source'}"
                      for name in extra]
     return problems
 
@@ -118,15 +119,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true",
                         help="compare the committed student notebooks with a fresh generation")
+    parser.add_argument("--course", type=Path, default=COURSE, help="the course folder")
+    parser.add_argument("--exercises", type=Path, default=EXERCISES,
+                        help="where the student notebooks go")
     args = parser.parse_args(argv)
+    course, exercises = args.course.resolve(), args.exercises.resolve()
     if args.check:
-        problems = stale()
+        problems = stale(exercises, course)
         for line in problems:
             print(line)
         print("stale: run `make course-release`" if problems else "student notebooks up to date")
         return 1 if problems else 0
-    for path in release():
-        print("wrote", path.relative_to(ROOT))
+    for path in release(course, exercises):
+        print("wrote", path)
     return 0
 
 

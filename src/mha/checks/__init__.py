@@ -9,8 +9,9 @@ first case that differs (input, expected, got); an answer that still raises
 ``NotImplementedError`` gets "not attempted yet". :func:`check_answer` does
 the same for a predicted value, by key (``"ex03.weights_dk64"``).
 
-In IPython a failed check shows its message only, without a traceback into
-this package.
+In IPython (a notebook) a failed check, or any failed ``assert`` once this
+module is imported, shows its message only, without a traceback: a learner
+reads the sentence, and a graded cell's hidden lines never appear in feedback.
 
 ``importlib.reload(mha.checks)`` re-executes every submodule too, so a graded
 cell gets fresh copies even after an answer cell replaced these functions.
@@ -76,7 +77,11 @@ def check_answer(key: str, value) -> str:
 
 
 def _show_message_only(shell, etype, value, tb, tb_offset=None):
-    """IPython handler: a failed check shows its message, not a traceback."""
+    """IPython handler: a failed check or assert shows its message, not a traceback.
+
+    It covers every ``AssertionError`` of the notebook that imported this module, so a
+    graded cell's hidden asserts show what failed but never their source lines.
+    """
     stb = [f"{etype.__name__}: {value}"]
     shell._showtraceback(etype, value, stb)  # an error output, as nbgrader expects
     return stb
@@ -86,7 +91,7 @@ def _install_ipython_handler() -> None:
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is not None and hasattr(shell, "set_custom_exc"):
-        shell.set_custom_exc((CheckFailed,), _show_message_only)
+        shell.set_custom_exc((AssertionError,), _show_message_only)
 
 
 _install_ipython_handler()

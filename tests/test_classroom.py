@@ -1,0 +1,275 @@
+"""The classroom flow end to end, through the Makefile's course-* targets.
+
+One module-scoped run: a copy of course/ in a temporary folder, `make course-release`,
+a class of generated students (all correct; partly correct; each known mistake; a syntax
+error; an exception; an infinite loop; an edited locked test cell; a deleted cell; an empty
+notebook; an answer cell that replaces the checking functions with no-ops), then
+`make course-collect`, `course-autograde`, `course-feedback`, `course-export`. The tests
+read the exported CSV and the feedback files. The autograde time per submission is printed
+(run with -s to see it).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+VENV = Path(sys.executable).parents[1]
+CELL_TIMEOUT = 5  # seconds before nbgrader interrupts a cell (the infinite loop)
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+def make(target: str, course: Path, **variables) -> subprocess.CompletedProcess:
+    """``make TARGET`` against the temporary course, never reinstalling the venv."""
+    args = ["make", "--no-print-directory", "-o", f"{VENV}/.installed", target,
+            f"VENV={VENV}", f"COURSE={course}"]
+    args += [f"{k}={v}" for k, v in variables.items()]
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"make {target} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+# -- what each student hands in ---------------------------------------------------------------
+
+def solution_code(course: Path, assignment: str, grade_id: str) -> str:
+    """The instructor's answer cell with the solution markers removed."""
+    nb = nbformat.read(course / "source" / assignment / f"{assignment}.ipynb", 4)
+    (cell,) = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+    return "\n".join(line for line in cell.source.splitlines()
+                     if not re.match(r"\s*### (BEGIN|END) SOLUTION", line))
+
+
+def answer_ids(nb) -> list[str]:
+    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("solution")]
+
+
+CAUSAL_INVERTED = '''
+def causal(t):
+    return np.tril(np.ones((t, t), dtype=bool))  # True on and below the diagonal
+'''
+MASK_AFTER_SOFTMAX = '''
+def masked_attention(q, k, v, mask):
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    weights = mha.softmax(scores, axis=-1) * ~mask  # zeroed after the softmax
+    return weights @ v, weights
+'''
+RAISES = '''
+def masked_attention(q, k, v, mask):
+    raise RuntimeError("I will finish this tomorrow")
+'''
+SYNTAX_ERROR = '''
+def causal(t)
+    return np.triu(np.ones((t, t), dtype=bool), k=1)
+'''
+INFINITE_LOOP = '''
+while True:
+    pass
+'''
+NO_MAX_SHIFT = '''
+def softmax(logits):
+    e = np.exp(np.asarray(logits, dtype=float))
+    return e / e.sum(axis=-1, keepdims=True)
+'''
+SQRT_D_MODEL = '''
+def head_scores(q, k, d_model):
+    return q @ np.swapaxes(k, -1, -2) / np.sqrt(d_model)
+'''
+NO_CROSS_TERM = '''
+def softmax_grad(p, g):
+    return p * g
+'''
+TAMPER = '''
+import importlib
+for _name in dir(checks):
+    if _name.startswith("check"):
+        setattr(checks, _name, lambda *args, **kwargs: None)
+np.testing.assert_allclose = lambda *args, **kwargs: None
+np.allclose = lambda *args, **kwargs: True
+importlib.reload = lambda module: module
+'''
+PARTLY = {"masked_attention": None}  # None: leave the stub
+
+
+def submission(course: Path, exercises: Path, assignment: str, replace: dict | None = None,
+               edit=None):
+    """The released notebook with every answer filled in from the solutions, except the
+    cells in ``replace`` (grade_id -> code, or None to leave the stub); ``edit(nb)`` last."""
+    nb = nbformat.read(exercises / f"{assignment}.ipynb", 4)
+    replace = replace or {}
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if cell.metadata.get("nbgrader", {}).get("solution"):
+            if grade_id in replace:
+                if replace[grade_id] is not None:
+                    cell.source = replace[grade_id].strip("\n")
+            else:
+                cell.source = solution_code(course, assignment, grade_id)
+    if edit is not None:
+        edit(nb)
+    return nb
+
+
+def edit_locked_tests(nb):
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.source = "pass  # my tests now"
+
+
+def delete_cells(nb):
+    """Delete the to_sdpa answer cell and the broadcast test cell."""
+    drop = {"to_sdpa", "test_masked_attention_broadcast"}
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") not in drop]
+
+
+def tamper_first_answer(nb):
+    first = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution"))
+    first.source = TAMPER.strip("\n") + "\n\n" + first.source
+
+
+M = "ex04_masks"
+# (student, assignment, how the notebook is made, expected score). ex04 is out of 7:
+# causal 2, masked_attention 2 + 1 (broadcast), the prediction 1, to_sdpa 1.
+STUDENTS = [
+    ("all_correct", "ex01_weighted_sum", {}, None, 6),
+    ("all_correct", "ex02_scores_and_softmax", {}, None, 6),
+    ("all_correct", "ex03_scaling", {}, None, 5),
+    ("all_correct", M, {}, None, 7),
+    ("all_correct", "ex05_softmax_backward", {}, None, 7),
+    ("partly_correct", M, PARTLY, None, 4),
+    ("mask_after_softmax", M, {"masked_attention": MASK_AFTER_SOFTMAX}, None, 4),
+    ("mask_inverted", M, {"causal": CAUSAL_INVERTED}, None, 5),
+    ("no_max_shift", "ex02_scores_and_softmax", {"softmax": NO_MAX_SHIFT}, None, 5),
+    ("sqrt_d_model", "ex03_scaling", {"head_scores": SQRT_D_MODEL}, None, 3),
+    ("no_cross_term", "ex05_softmax_backward", {"softmax_grad": NO_CROSS_TERM}, None, 3),
+    ("syntax_error", M, {"causal": SYNTAX_ERROR}, None, 5),
+    ("exception", M, {"masked_attention": RAISES}, None, 4),
+    ("infinite_loop", M, {"causal": INFINITE_LOOP}, None, 5),
+    ("edits_locked_cell", M, PARTLY, edit_locked_tests, 4),
+    ("deletes_cells", M, {}, delete_cells, 5),
+    ("tampers_with_checks", M, PARTLY, tamper_first_answer, 4),
+]
+
+
+@pytest.fixture(scope="module")
+def classroom(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("classroom")
+    course, exercises, submitted = tmp / "course", tmp / "exercises", tmp / "submissions"
+    shutil.copytree(ROOT / "course" / "source", course / "source")
+    for name in ("nbgrader_config.py", "lms_collectors.py"):
+        shutil.copy(ROOT / "course" / name, course / name)
+    with open(course / "nbgrader_config.py", "a") as f:
+        f.write(f"\nc.Execute.timeout = {CELL_TIMEOUT}\n")
+    make("course-release", course, EXERCISES=exercises)
+
+    expected = {}
+    for student, assignment, replace, edit, score in STUDENTS:
+        nb = submission(course, exercises, assignment, replace, edit)
+        folder = submitted / student / assignment
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{assignment}.ipynb")
+        expected[student, assignment] = score
+    empty = submitted / "empty_notebook" / M
+    empty.mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(), empty / f"{M}.ipynb")
+    expected["empty_notebook", M] = 0
+
+    make("course-collect", course, SUBMISSIONS=submitted)
+    start = time.perf_counter()
+    make("course-autograde", course)
+    autograde_seconds = time.perf_counter() - start
+    make("course-feedback", course)
+    make("course-export", course, GRADES_CSV=tmp / "grades.csv")
+    with open(tmp / "grades.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    per_submission = autograde_seconds / len(expected)
+    print(f"\nautograde: {len(expected)} submissions in {autograde_seconds:.1f} s, "
+          f"{per_submission:.2f} s each")
+    return {"course": course, "expected": expected, "rows": rows,
+            "per_submission": per_submission, "exercises": exercises}
+
+
+def score_of(classroom, student, assignment) -> float:
+    rows = [r for r in classroom["rows"]
+            if r["student_id"] == student and r["assignment"] == assignment]
+    assert len(rows) == 1, f"{student}/{assignment}: {len(rows)} grade rows"
+    return float(rows[0]["score"])
+
+
+@pytest.mark.parametrize(("student", "assignment", "score"),
+                         [(s, a, p) for s, a, _, _, p in STUDENTS] + [("empty_notebook", M, 0)],
+                         ids=lambda v: str(v))
+def test_each_submission_gets_its_expected_score(classroom, student, assignment, score):
+    assert score_of(classroom, student, assignment) == score
+
+
+def test_every_submission_has_one_grade_row(classroom):
+    for student, assignment in classroom["expected"]:
+        score_of(classroom, student, assignment)
+
+
+def test_max_scores_are_the_points_of_each_set(classroom):
+    maxima = {r["assignment"]: float(r["max_score"]) for r in classroom["rows"]}
+    assert maxima == {"ex01_weighted_sum": 6, "ex02_scores_and_softmax": 6, "ex03_scaling": 5,
+                      "ex04_masks": 7, "ex05_softmax_backward": 7}
+
+
+def test_editing_a_locked_test_cell_does_not_raise_the_score(classroom):
+    assert score_of(classroom, "edits_locked_cell", M) == score_of(classroom, "partly_correct", M)
+
+
+def test_replacing_the_checking_functions_does_not_raise_the_score(classroom):
+    assert score_of(classroom, "tampers_with_checks", M) == score_of(classroom, "partly_correct", M)
+
+
+def test_every_submission_has_a_feedback_file(classroom):
+    for student, assignment in classroom["expected"]:
+        path = classroom["course"] / "feedback" / student / assignment / f"{assignment}.html"
+        assert path.is_file(), path
+
+
+def hidden_lines(course: Path) -> list[str]:
+    """Distinctive lines of every hidden test in the sources."""
+    lines = []
+    for path in sorted((course / "source").glob("*/*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            source = "".join(cell["source"])
+            if "BEGIN HIDDEN TESTS" in source:
+                hidden = source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
+                lines += [ln.strip() for ln in hidden.splitlines() if ln.strip().startswith("_")]
+    assert lines, "no hidden tests found in the sources"
+    return lines
+
+
+def test_feedback_html_shows_no_hidden_test_source(classroom):
+    secrets = hidden_lines(classroom["course"])
+    import html
+
+    for student, assignment in classroom["expected"]:
+        path = classroom["course"] / "feedback" / student / assignment / f"{assignment}.html"
+        text = html.unescape(re.sub(r"<[^>]+>", "", path.read_text()))
+        assert "BEGIN HIDDEN TESTS" not in text
+        leaked = [line for line in secrets if line in text]
+        assert not leaked, f"{student}/{assignment} feedback shows hidden lines: {leaked[:3]}"
+
+
+def test_a_failed_hidden_test_says_so_in_the_feedback(classroom):
+    path = classroom["course"] / "feedback" / "mask_after_softmax" / M / f"{M}.html"
+    assert "mask applied after softmax" in path.read_text()
+
+
+def test_autograde_takes_seconds_per_submission(classroom):
+    """A class of 30 takes minutes: well under 15 s a submission on 2 cores."""
+    assert classroom["per_submission"] < 15
