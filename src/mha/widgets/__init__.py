@@ -17,6 +17,7 @@ Tests drive an explorer exactly as a learner does: set a control's
 from __future__ import annotations
 
 from .explorer import Explorer
+from .heads import HeadExplorer as HeadExplorer  # lesson 06
 from .masks import MASK_PRESETS, MaskExplorer, mask_before_vs_after, mask_preset
 from .scaling import ScalingExplorer
 from .weighted_sum import WeightedSumExplorer, weighted_sum_readout
