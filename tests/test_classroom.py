@@ -37,7 +37,8 @@ def make(target: str, course: Path, **variables) -> subprocess.CompletedProcess:
             f"VENV={VENV}", f"COURSE={course}"]
     args += [f"{k}={v}" for k, v in variables.items()]
     proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, f"make {target} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, (
+        f"make {target} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
 
 
@@ -273,3 +274,105 @@ def test_a_failed_hidden_test_says_so_in_the_feedback(classroom):
 def test_autograde_takes_seconds_per_submission(classroom):
     """A class of 30 takes minutes: well under 15 s a submission on 2 cores."""
     assert classroom["per_submission"] < 15
+
+
+# -- submissions downloaded from an LMS: nbgrader zip_collect ---------------------------------
+
+def released_course(tmp: Path) -> Path:
+    """A course copy whose release/ holds ex04 (zip_collect checks notebook names against it)."""
+    course = tmp / "course"
+    shutil.copytree(ROOT / "course" / "source", course / "source")
+    for name in ("nbgrader_config.py", "lms_collectors.py"):
+        shutil.copy(ROOT / "course" / name, course / name)
+    (course / "release" / M).mkdir(parents=True)
+    shutil.copy(ROOT / "notebooks" / "exercises" / f"{M}.ipynb", course / "release" / M)
+    return course
+
+
+def lms_zip(tmp: Path, files: dict[str, str]) -> Path:
+    """A zip as the LMS downloads it: name -> a marker stored in the notebook's metadata."""
+    import zipfile
+
+    folder = tmp / "zips"
+    folder.mkdir()
+    with zipfile.ZipFile(folder / "submissions.zip", "w") as z:
+        for name, marker in files.items():
+            if name.endswith(".ipynb"):
+                nb = nbformat.v4.new_notebook(metadata={"marker": marker})
+                z.writestr(name, nbformat.writes(nb))
+            else:
+                z.writestr(name, marker)
+    return folder
+
+
+def collected(course: Path) -> dict[str, str]:
+    """student id -> the marker of the notebook collected for them."""
+    out = {}
+    for path in sorted((course / "submitted").glob(f"*/{M}/{M}.ipynb")):
+        out[path.parts[-3]] = json.loads(path.read_text())["metadata"]["marker"]
+    return out
+
+
+def test_zip_collect_canvas_keeps_each_students_newest_submission(tmp_path):
+    course = released_course(tmp_path)
+    zips = lms_zip(tmp_path, {
+        "lovelaceada_1001_5001_ex04_masks.ipynb": "first upload",
+        "lovelaceada_1001_5007_ex04_masks-1.ipynb": "second upload",
+        "turingalan_LATE_1002_5003_ex04_masks.ipynb": "late",
+        "turingalan_1002_5003_notes.txt": "not a notebook",
+    })
+    make("course-zip-collect", course, ZIPS=zips, ASSIGNMENT=M, LMS="Canvas")
+    assert collected(course) == {"1001": "second upload", "1002": "late"}
+
+
+def test_zip_collect_moodle_reads_folders_and_flat_files(tmp_path):
+    course = released_course(tmp_path)
+    zips = lms_zip(tmp_path, {
+        "Ada Lovelace_2001_assignsubmission_file_/ex04_masks.ipynb": "ada",
+        "Alan Turing_2002_assignsubmission_file_/ex04_masks.ipynb": "alan",
+        "Grace Hopper_2003_assignsubmission_file_ex04_masks.ipynb": "grace",
+        "Ada Lovelace_2001_assignsubmission_onlinetext_/onlinetext.html": "<p>hi</p>",
+    })
+    make("course-zip-collect", course, ZIPS=zips, ASSIGNMENT=M, LMS="Moodle")
+    assert collected(course) == {"2001": "ada", "2002": "alan", "2003": "grace"}
+
+
+def test_zip_collect_blackboard_keeps_the_newest_attempt_with_its_real_time(tmp_path):
+    course = released_course(tmp_path)
+    zips = lms_zip(tmp_path, {
+        "Masks_lovelace_attempt_2026-11-30-14-03-12_ex04_masks.ipynb": "older",
+        "Masks_lovelace_attempt_2026-11-30-20-45-00_ex04_masks.ipynb": "newer",
+        "Masks_lovelace_attempt_2026-11-30-20-45-00.txt": "Name: Ada Lovelace",
+        "Masks_turing_attempt_2026-11-29-23-59-59_ex04_masks.ipynb": "alan",
+    })
+    make("course-zip-collect", course, ZIPS=zips, ASSIGNMENT=M, LMS="Blackboard")
+    assert collected(course) == {"lovelace": "newer", "turing": "alan"}
+    stamp = (course / "submitted" / "lovelace" / M / "timestamp.txt").read_text().strip()
+    assert stamp.startswith("2026-11-30 20:45:00"), stamp
+
+
+def test_blackboard_timestamps_are_misread_without_the_plugin():
+    """Why BlackboardCollector rewrites the time: nbgrader's parser reads it as another one."""
+    from nbgrader.utils import parse_utc
+
+    assert str(parse_utc("2026-11-30-14-03-12")) != "2026-11-30 14:03:12"
+    assert str(parse_utc("2026-11-30 14:03:12")) == "2026-11-30 14:03:12"
+
+
+def test_two_files_for_one_student_without_timestamps_abort_nbgrader(tmp_path):
+    """The observed failure the Canvas plugin avoids: nbgrader's own collector gives up."""
+    course = released_course(tmp_path)
+    archive = course / "downloaded" / M / "archive"
+    archive.mkdir(parents=True)
+    for name in ("lovelaceada_1001_5001_ex04_masks.ipynb",
+                 "lovelaceada_1001_5007_ex04_masks-1.ipynb"):
+        nbformat.write(nbformat.v4.new_notebook(), archive / name)
+    regexp = r".*/[^/_]+_(?P<student_id>\d+)_\d+_(?P<file_id>ex04_masks)(-\d+)?\.ipynb"
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "zip_collect", M, "--force",
+         f"--FileNameCollectorPlugin.named_regexp={regexp}"],
+        cwd=course, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PATH": f"{VENV}/bin{os.pathsep}{os.environ['PATH']}"})
+    assert proc.returncode != 0
+    assert "Duplicate submission file. No timestamps for comparison" in proc.stderr
+    assert not (course / "submitted").exists()
