@@ -10,6 +10,7 @@ from mha.decoder import (
     Attention,
     TinyDecoder,
     attention_mask,
+    from_attention_only,
     generate,
     gqa_attention,
     logits_in_chunks,
@@ -244,3 +245,22 @@ def test_refuses_an_unknown_impl():
     with pytest.raises(ValueError, match="impl"):
         gqa_attention(torch.zeros(1, 1, 1, 2), torch.zeros(1, 1, 1, 2), torch.zeros(1, 1, 1, 2),
                       impl="flash")
+
+
+def test_lesson_06_weights_give_the_same_logits_in_the_decoder():
+    from mha import induction
+
+    trained = induction.load_trained("induction_2l_4h")
+    tokens = induction.repeated_blocks(3, 8, seed=0)
+    with torch.no_grad():
+        torch.testing.assert_close(from_attention_only(trained)(tokens), trained(tokens),
+                                   rtol=0, atol=1e-6)
+
+
+def test_the_trained_copier_finishes_the_copy_through_the_cache():
+    from mha import induction
+
+    copier = from_attention_only(induction.load_trained("induction_2l_4h"))
+    blocks = induction.repeated_blocks(1, 10, seed=3)
+    tokens, _ = generate(copier, blocks[:, :13], 7)
+    assert torch.equal(tokens, blocks[:, 13:])

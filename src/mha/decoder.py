@@ -29,8 +29,8 @@ from .kv_cache import KVCache
 from .layers import check_torch_mask
 from .rope import apply_rope
 
-__all__ = ["Attention", "Block", "TinyDecoder", "attention_mask", "generate", "gqa_attention",
-           "logits_in_chunks", "repeat_kv"]
+__all__ = ["Attention", "Block", "TinyDecoder", "attention_mask", "from_attention_only",
+           "generate", "gqa_attention", "logits_in_chunks", "repeat_kv"]
 
 _IMPLS = ("manual", "sdpa")
 
@@ -161,19 +161,25 @@ class Attention(nn.Module):
 
 
 class Block(nn.Module):
-    """Pre-norm block: ``x + attn(norm1(x))``, then ``x + mlp(norm2(x))`` (RMSNorm, GELU MLP)."""
+    """Pre-norm block: ``x + attn(norm1(x))``, then ``x + mlp(norm2(x))`` (RMSNorm, GELU MLP).
+
+    ``attention_only=True`` keeps only ``x + attn(x)`` (no norm, no MLP), the
+    model of lesson 06.
+    """
 
     def __init__(self, d_model, n_heads, n_kv_heads=None, d_mlp=None, rope_base=10000.0,
-                 impl="manual"):
+                 impl="manual", attention_only=False):
         super().__init__()
-        self.norm1, self.norm2 = nn.RMSNorm(d_model), nn.RMSNorm(d_model)
+        norm = nn.Identity if attention_only else nn.RMSNorm
+        self.norm1, self.norm2 = norm(d_model), norm(d_model)
         self.attn = Attention(d_model, n_heads, n_kv_heads, rope_base, impl)
         d_mlp = 4 * d_model if d_mlp is None else d_mlp
-        self.mlp = nn.Sequential(nn.Linear(d_model, d_mlp), nn.GELU(), nn.Linear(d_mlp, d_model))
+        self.mlp = None if attention_only else nn.Sequential(
+            nn.Linear(d_model, d_mlp), nn.GELU(), nn.Linear(d_mlp, d_model))
 
     def forward(self, x, positions, mask=None, cache=None):
         x = x + self.attn(self.norm1(x), positions, mask, cache)
-        return x + self.mlp(self.norm2(x))
+        return x if self.mlp is None else x + self.mlp(self.norm2(x))
 
 
 class TinyDecoder(nn.Module):
@@ -188,6 +194,7 @@ class TinyDecoder(nn.Module):
     0 without a cache) counting only real tokens, so a left-padded prompt takes
     its positions from its padding and starts at 0 like the same prompt alone.
     ``window`` makes attention a sliding window of that many positions.
+    ``attention_only=True`` drops the norms and MLPs (see :func:`from_attention_only`).
 
     Refuses tokens that are not a ``(B, T)`` integer tensor or lie outside the
     vocabulary, padding of another shape, a cache with another number of
@@ -197,13 +204,13 @@ class TinyDecoder(nn.Module):
     def __init__(self, vocab_size: int, d_model: int = 32, n_heads: int = 4,
                  n_kv_heads: int | None = None, n_layers: int = 2, d_mlp: int | None = None,
                  tie_weights: bool = False, rope_base: float = 10000.0,
-                 window: int | None = None, impl: str = "manual"):
+                 window: int | None = None, impl: str = "manual", attention_only: bool = False):
         super().__init__()
         self.vocab_size, self.window = vocab_size, window
         self.embed = nn.Embedding(vocab_size, d_model)
-        self.blocks = nn.ModuleList(Block(d_model, n_heads, n_kv_heads, d_mlp, rope_base, impl)
-                                    for _ in range(n_layers))
-        self.norm = nn.RMSNorm(d_model)
+        self.blocks = nn.ModuleList(Block(d_model, n_heads, n_kv_heads, d_mlp, rope_base, impl,
+                                          attention_only) for _ in range(n_layers))
+        self.norm = nn.Identity() if attention_only else nn.RMSNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
         if tie_weights:
             self.head.weight = self.embed.weight  # one (V, C) matrix reads tokens in and out
@@ -252,6 +259,30 @@ class TinyDecoder(nn.Module):
             raise ValueError(f"tokens must lie in 0..{self.vocab_size - 1}; got "
                              f"{int(tokens.min())}..{int(tokens.max())}.")
         return tokens
+
+
+def from_attention_only(trained) -> TinyDecoder:
+    """A cache-ready :class:`TinyDecoder` holding a copy of lesson 06's trained weights.
+
+    ``trained`` is an :class:`mha.induction.AttentionOnly` with rotary
+    positions (e.g. ``mha.induction.load_trained()``): embedding, residual
+    attention layers without norm or MLP, unembedding. Its rotation pairs
+    channels ``(c, c + dh/2)`` with base 10000, as :mod:`mha.rope` does, so the
+    copy computes the same logits. Refuses a model with learned positions.
+    """
+    config = trained.config
+    if config["positions"] != "rotary":
+        raise ValueError("from_attention_only copies a rotary model; this one has "
+                         f"positions={config['positions']!r}.")
+    model = TinyDecoder(config["vocab_size"], config["d_model"], config["n_heads"],
+                        n_layers=config["n_layers"], attention_only=True)
+    with torch.no_grad():
+        model.embed.weight.copy_(trained.embed.weight)
+        model.head.weight.copy_(trained.unembed.weight)
+        for block, layer in zip(model.blocks, trained.layers, strict=True):
+            for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+                getattr(block.attn, name).weight.copy_(getattr(layer, name).weight)
+    return model.eval()
 
 
 @torch.no_grad()
