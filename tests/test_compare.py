@@ -283,3 +283,17 @@ def test_migration_checks_refuse_a_batch_of_one():
     with pytest.raises(ValueError, match="batch of at least 2"):
         compare.migration_checks(module, to_nn_multihead(module), query()[:1], run_ours,
                                  run_theirs, atol=1e-12)
+
+
+def test_relative_gradient_differences_divide_by_the_gradients_size():
+    module = compare.seeded_module(C, H)
+    absolute = compare.gradient_differences(module, query(), mask=CAUSAL)
+    relative = compare.gradient_differences(module, query(), mask=CAUSAL, relative=True)
+    size = float(compare.gradients(module, query(), mask=CAUSAL)["W_V"].abs().max())
+    for path in absolute:
+        assert relative[path]["W_V"] == pytest.approx(absolute[path]["W_V"] / size)
+
+
+def test_the_key_bias_gets_no_gradient_up_to_rounding():
+    grads = compare.gradients(compare.seeded_module(C, H), query(), mask=CAUSAL)
+    assert float(grads["b_K"].abs().max()) < 1e-14 * float(grads["W_K"].abs().max())

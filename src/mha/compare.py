@@ -260,6 +260,9 @@ def gradients(module, query, mask=None, key_padding_mask=None, seed: int = 0,
               impl: str | None = None) -> dict:
     """Gradients of ``L = sum(out * G)`` for a fixed random ``G`` (from ``seed``).
 
+    ``G`` is drawn in float64 and rounded to the output's dtype, so float32 and
+    float64 runs with one seed differentiate the same loss.
+
     ``module`` is a :class:`mha.layers.MultiHeadAttention` (``impl`` overrides
     its own for this call) or a ``batch_first`` ``nn.MultiheadAttention`` (called
     with ``need_weights=False``). Self-attention on ``query (B, T, C)``; masks in
@@ -279,19 +282,24 @@ def gradients(module, query, mask=None, key_padding_mask=None, seed: int = 0,
             out, _ = module(x, mask=mask, key_padding_mask=key_padding_mask)
         finally:
             module.impl = saved
-    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed), dtype=out.dtype)
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed),
+                    dtype=torch.float64).to(out.dtype)  # one G for both dtypes, rounded
     names, params = zip(*module.named_parameters(), strict=True)
     grads = torch.autograd.grad((out * g).sum(), [x, *params])
     return {"x": grads[0], **_named(module, dict(zip(names, grads[1:], strict=True)))}
 
 
 def gradient_differences(module: MultiHeadAttention, query, mask=None,
-                         key_padding_mask=None, seed: int = 0) -> dict:
+                         key_padding_mask=None, seed: int = 0, relative: bool = False) -> dict:
     """Max gradient differences against the manual path, per path and per gradient.
 
     Returns ``{"torch sdpa": {...}, "nn.MultiheadAttention": {...}}``, each
     ``{"x": float, "W_Q": float, ...}`` (see :func:`gradients`), for the module in
-    ``eval()``; its mode is restored.
+    ``eval()``; its mode is restored. ``relative=True`` divides each difference
+    by the largest entry of the manual path's gradient of the same tensor
+    (infinite where that gradient is exactly 0). Note that ``b_K``'s gradient is
+    0 in exact arithmetic (a key bias adds one constant to a row of scores), so
+    its relative difference measures only rounding noise.
     """
     training = module.training
     module.eval()
@@ -302,8 +310,15 @@ def gradient_differences(module: MultiHeadAttention, query, mask=None,
                   NN: gradients(to_nn_multihead(module), query, mask, key_padding_mask, seed)}
     finally:
         module.train(training)
-    return {path: {name: float((g - ref[name]).abs().max()) for name, g in grads.items()}
-            for path, grads in others.items()}
+    size = {name: float(g.abs().max()) if relative else 1.0 for name, g in ref.items()}
+    return {path: {name: _ratio(float((g - ref[name]).abs().max()), size[name])
+                   for name, g in grads.items()} for path, grads in others.items()}
+
+
+def _ratio(diff: float, size: float) -> float:
+    if size == 0.0:
+        return 0.0 if diff == 0.0 else math.inf
+    return diff / size
 
 
 def missing_gradients(module: nn.Module) -> list:

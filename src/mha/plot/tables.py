@@ -44,12 +44,13 @@ def difference_bars(table, rows=None, ax=None, *, title=None, eps=None):
     lines = {}
     for label, value in (eps or {}).items():
         lines[label] = ax.axhline(value, color="0.3", linestyle="--", linewidth=1)
-        ax.text(len(rows) - 0.5, value * 1.4, label, ha="right", va="bottom", fontsize=8)
+        ax.text(len(rows) - 0.45, value, label, ha="left", va="center", fontsize=8)
     ax.set_yscale("log")
-    ax.set_ylim(FLOOR / 2, max(1e-5, values.max() * 10))
+    ax.set_ylim(FLOOR / 2, max(1e-3, values.max() * 1e4))  # room for the legend on top
+    ax.set_xlim(-0.6, len(rows) - 0.5 + (0.8 if eps else 0.1))  # eps labels on the right
     ax.set_xticks(x, ["\n".join(textwrap.wrap(r, 22)) for r in rows], fontsize=8)
     ax.set_ylabel("max |difference|")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=8, loc="upper center", ncol=len(columns), frameon=False)
     if title:
         ax.set_title(title, fontsize=10)
     return {"fig": ax.figure, "ax": ax, "bars": bars, "lines": lines, "zeros": zeros}
