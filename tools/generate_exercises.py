@@ -78,29 +78,30 @@ def student_view(path: Path) -> list[dict]:
     return view
 
 
+def compare(fresh: dict[str, Path], exercises: Path = EXERCISES) -> list[str]:
+    """One line per student notebook in ``exercises`` that differs from ``fresh`` ones."""
+    problems = []
+    for name, path in fresh.items():
+        committed = exercises / f"{name}.ipynb"
+        if not committed.exists():
+            problems.append(f"{committed} is missing")
+            continue
+        want, have = student_view(path), student_view(committed)
+        if len(want) != len(have):
+            problems.append(f"{committed.name}: {len(have)} cells, the source gives {len(want)}")
+            continue
+        for i, (w, h) in enumerate(zip(want, have, strict=True)):
+            problems += [f"{committed.name} cell {i}: {key} differs"
+                         for key in w if w[key] != h[key]]
+    extra = sorted({p.stem for p in exercises.glob("ex*.ipynb")} - set(fresh))
+    problems += [f"{exercises / name}.ipynb has no source" for name in extra]
+    return problems
+
+
 def stale(exercises: Path = EXERCISES, course: Path = COURSE) -> list[str]:
     """One line per committed student notebook that differs from a fresh generation."""
-    problems = []
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = generate_into(Path(tmp), course)
-        for name, path in fresh.items():
-            committed = exercises / f"{name}.ipynb"
-            if not committed.exists():
-                problems.append(f"{committed} is missing")
-                continue
-            want, have = student_view(path), student_view(committed)
-            if len(want) != len(have):
-                problems.append(
-                    f"{committed.name}: {len(have)} cells, the source gives {len(want)}")
-                continue
-            for i, (w, h) in enumerate(zip(want, have, strict=True)):
-                for key in w:
-                    if w[key] != h[key]:
-                        problems.append(f"{committed.name} cell {i}: {key} differs")
-        extra = sorted({p.stem for p in exercises.glob("ex*.ipynb")} - set(fresh))
-        problems += [f"{exercises / name}.ipynb has no source in {course / 'source'}"
-                     for name in extra]
-    return problems
+        return compare(generate_into(Path(tmp), course), exercises)
 
 
 def release(course: Path = COURSE, exercises: Path = EXERCISES) -> list[Path]:

@@ -103,8 +103,9 @@ def same(got, expected, atol: float = 1e-6, rtol: float = 1e-6) -> bool:
         return False
     g, e = g.astype(np.float64), e.astype(np.float64)
     both_nan = np.isnan(g) & np.isnan(e)
+    finite = np.isfinite(e)
     with np.errstate(invalid="ignore"):
-        close = np.abs(g - e) <= atol + rtol * np.abs(e)
+        close = finite & (np.abs(g - e) <= atol + rtol * np.abs(np.where(finite, e, 0.0)))
     close |= both_nan | ((g == e) & np.isinf(e))
     return bool(np.all(close))
 
@@ -153,7 +154,7 @@ def _outcome(fn, case: Case, name: str):
         return _quiet_call(fn, case), None
     except NotImplementedError:
         raise NotAttempted(
-            f"{name}: not attempted yet. It still raises NotImplementedError: replace that "
+            f"{name}: not attempted yet: it still raises NotImplementedError; replace that "
             "line with your code, run its cell, then run this cell again."
         ) from None
     except Exception as err:  # the learner's own error, reported as "got"

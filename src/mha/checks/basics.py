@@ -81,8 +81,8 @@ def _softmax_whole_array(x):
 
 SOFTMAX_MISTAKES = (
     Mistake("softmax without the max shift",
-            "softmax without the max shift: exp(1000) overflows to inf and inf / inf is NaN. "
-            "Subtract each row's maximum before exp; it changes nothing mathematically.",
+            "softmax without the max shift: exp(1000) overflows to inf and inf / inf is NaN; "
+            "subtract each row's maximum before exp, which changes nothing mathematically.",
             _softmax_no_shift),
     Mistake("softmax over the wrong axis",
             "softmax over the wrong axis: your columns sum to 1, but each row (one query) must; "

@@ -68,8 +68,8 @@ CACHE_MASK_CASES = (
 UPPER_LEFT = (
     "upper-left causal alignment in the cache: query i of the new block sits at position "
     "n_cached + i, so it reads keys 0 .. n_cached + i; build the mask from absolute positions "
-    "(key_pos > query_pos is blocked). `is_causal=True` on a non-square (Tq, Tk) aligns "
-    "upper-left and hides cached keys."
+    "(key_pos > query_pos is blocked), because `is_causal=True` on a non-square (Tq, Tk) "
+    "aligns upper-left and hides cached keys."
 )
 
 CACHE_MASK_MISTAKES = (
@@ -128,7 +128,7 @@ def check_inference(run, x, expected, atol: float = 1e-5, name: str = "inference
     try:
         first, second = as_numbers(run(x)), as_numbers(run(x))
     except NotImplementedError:
-        raise NotAttempted(f"{name}: not attempted yet. It still raises "
+        raise NotAttempted(f"{name}: not attempted yet: it still raises "
                            "NotImplementedError.") from None
     if np.shape(first) != np.shape(second) or np.max(np.abs(first - second), initial=0) > atol:
         raise CheckFailed(f"{name}: {DROPOUT_ON}")

@@ -33,8 +33,8 @@ CAUSAL_MISTAKES = (
             lambda t: causal_mask(t).T),
     Mistake("additive mask",
             "you returned an additive float mask (0 / -inf); this function returns the boolean "
-            "mask, True = blocked. Convert with mha.masks.to_additive only where a library "
-            "needs it.", lambda t: np.where(causal_mask(t), -np.inf, 0.0)),
+            "mask, True = blocked (convert with mha.masks.to_additive only where a library "
+            "needs it).", lambda t: np.where(causal_mask(t), -np.inf, 0.0)),
     Mistake("numbers, not booleans",
             "you returned 0 / 1 numbers; return a boolean array (dtype bool), True = blocked, "
             "so that no one mistakes it for weights or an additive mask.",
@@ -59,7 +59,7 @@ TO_SDPA_MISTAKES = (
             "the opposite of the package's True = blocked, so pass the inverse (~mask); you "
             "passed the package mask unchanged.", lambda m: m),
     Mistake("additive mask", "you returned numbers; SDPA also takes a float mask, but that one "
-            "is added to the scores (0 / -inf), it does not mean allowed / blocked. Return the "
+            "is added to the scores (0 / -inf) and does not mean allowed / blocked, so return the "
             "boolean True = allowed mask.", lambda m: np.where(m, -np.inf, 0.0)),
 )
 

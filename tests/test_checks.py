@@ -1,0 +1,384 @@
+"""mha.checks, the exercise feedback: each known mistake, fed to its check, is named.
+
+Also: a correct answer gets one short line, a stub gets "not attempted yet", an unknown
+wrong answer gets the first differing case (input, expected, got), every failure is an
+AssertionError (so nbgrader marks the cell failed), and reloading the module undoes an
+answer cell that replaced its functions.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+import numpy as np
+import pytest
+
+import mha
+from mha import checks
+
+
+def failure(check, answer, **kwargs) -> str:
+    with pytest.raises(AssertionError) as info:
+        check(answer, **kwargs)
+    return str(info.value)
+
+
+def one_sentence(message: str) -> bool:
+    """No full stop followed by a new sentence."""
+    return re.search(r"\.\s+[A-Z]", message) is None
+
+
+def softmax_rows(x):
+    x = np.asarray(x, dtype=float)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def plain_attention(q, k, v, blocked, scale=None, after=False):
+    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    if after:
+        w = softmax_rows(s) * ~blocked
+    else:
+        s = np.where(blocked, -np.inf, s)
+        m = s.max(-1, keepdims=True)
+        e = np.exp(s - np.where(np.isfinite(m), m, 0))
+        w = e / e.sum(-1, keepdims=True)
+    return w @ v, w
+
+
+def grads(q, k, v, g, cross=True, scaled=True, ds_t=True, a_t=True):
+    scale = 1 / np.sqrt(q.shape[-1])
+    a = softmax_rows(q @ k.T * scale)
+    d_a = g @ v.T
+    d_s = a * (d_a - (a * d_a).sum(-1, keepdims=True)) if cross else a * d_a
+    s = scale if scaled else 1.0
+    return d_s @ k * s, (d_s.T if ds_t else d_s) @ q * s, (a.T if a_t else a) @ g
+
+
+# (check, a wrong answer, words the message must contain, behaviour)
+MISTAKES = {
+    "read_out plain average": (checks.check_read_out, lambda w, v: v.mean(axis=0),
+                               "plain average", None),
+    "read_out weighted but not summed": (checks.check_read_out,
+                                         lambda w, v: w[..., :, None] * v, "did not add", None),
+    "softmax without the max shift": (
+        checks.check_softmax, lambda x: np.exp(x) / np.exp(x).sum(-1, keepdims=True),
+        "softmax without the max shift", "stable"),
+    "softmax over the wrong axis": (
+        checks.check_softmax, lambda x: np.exp(x - x.max(0)) / np.exp(x - x.max(0)).sum(0),
+        "softmax over the wrong axis", "values"),
+    "softmax normalised over the whole array": (
+        checks.check_softmax, lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum(),
+        "whole array", "values"),
+    "scores scaled by sqrt(d_model)": (
+        checks.check_scores, lambda x, wq, wk: (x @ wq) @ (x @ wk).T / np.sqrt(x.shape[1]),
+        "scaled by sqrt(d_model)", None),
+    "scores not scaled": (checks.check_scores, lambda x, wq, wk: (x @ wq) @ (x @ wk).T,
+                          "not scaled", None),
+    "scores divided by d_k": (
+        checks.check_scores, lambda x, wq, wk: (x @ wq) @ (x @ wk).T / wq.shape[1],
+        "divided by d_k", None),
+    "scores transposed": (
+        checks.check_scores, lambda x, wq, wk: (x @ wk) @ (x @ wq).T / np.sqrt(wq.shape[1]),
+        "K Q^T", None),
+    "head scores scaled by sqrt(d_model)": (
+        checks.check_head_scores,
+        lambda q, k, d_model: q @ np.swapaxes(k, -1, -2) / np.sqrt(d_model),
+        "scaled by sqrt(d_model)", None),
+    "head scores not scaled": (checks.check_head_scores,
+                               lambda q, k, d_model: q @ np.swapaxes(k, -1, -2),
+                               "not scaled", None),
+    "head scores divided by d_k": (
+        checks.check_head_scores, lambda q, k, d_model: q @ np.swapaxes(k, -1, -2) / q.shape[-1],
+        "divided by d_k", None),
+    "causal mask inverted": (checks.check_causal_mask,
+                             lambda t: np.tril(np.ones((t, t), dtype=bool)), "mask inverted",
+                             None),
+    "causal mask blocks the diagonal": (checks.check_causal_mask,
+                                        lambda t: np.triu(np.ones((t, t), dtype=bool)),
+                                        "diagonal", None),
+    "causal mask blocks the past": (checks.check_causal_mask,
+                                    lambda t: np.tril(np.ones((t, t), dtype=bool), k=-1),
+                                    "blocked the past", None),
+    "causal mask additive": (
+        checks.check_causal_mask,
+        lambda t: np.where(np.triu(np.ones((t, t), dtype=bool), 1), -np.inf, 0.0),
+        "additive float mask", None),
+    "causal mask as numbers": (checks.check_causal_mask,
+                               lambda t: np.triu(np.ones((t, t), dtype=int), 1),
+                               "0 / 1 numbers", None),
+    "to_sdpa mask inverted": (checks.check_to_sdpa, lambda m: m, "mask inverted", None),
+    "to_sdpa additive": (checks.check_to_sdpa, lambda m: np.where(m, -np.inf, 0.0),
+                         "added to the scores", None),
+    "mask applied after softmax": (
+        checks.check_masked_attention,
+        lambda q, k, v, m: plain_attention(q, k, v, m, after=True),
+        "mask applied after softmax", "values"),
+    "masked attention mask inverted": (
+        checks.check_masked_attention, lambda q, k, v, m: plain_attention(q, k, v, ~m),
+        "mask inverted", "values"),
+    "masked attention mask ignored": (
+        checks.check_masked_attention, lambda q, k, v, m: plain_attention(q, k, v, False),
+        "mask is not applied", "values"),
+    "masked attention not scaled": (
+        checks.check_masked_attention, lambda q, k, v, m: plain_attention(q, k, v, m, scale=1.0),
+        "not scaled", "values"),
+    "softmax backward without the cross term": (
+        checks.check_softmax_backward, lambda p, g: p * g,
+        "softmax backward without the cross term", None),
+    "softmax backward diagonal only": (
+        checks.check_softmax_backward, lambda p, g: p * (1 - p) * g,
+        "softmax backward without the cross term", None),
+    "softmax backward sign flipped": (
+        checks.check_softmax_backward, lambda p, g: p * ((p * g).sum(-1, keepdims=True) - g),
+        "sign is flipped", None),
+    "softmax backward wrong axis": (
+        checks.check_softmax_backward, lambda p, g: p * (g - (p * g).sum(0, keepdims=True)),
+        "wrong axis", None),
+    "attention backward without the cross term": (
+        checks.check_attention_backward, lambda q, k, v, g: grads(q, k, v, g, cross=False),
+        "softmax backward without the cross term", "dq_dk"),
+    "attention backward scale missing": (
+        checks.check_attention_backward, lambda q, k, v, g: grads(q, k, v, g, scaled=False),
+        "carry that factor", "dq_dk"),
+    "attention backward dS not transposed": (
+        checks.check_attention_backward, lambda q, k, v, g: grads(q, k, v, g, ds_t=False),
+        "dS transposed", "dq_dk"),
+    "attention backward A not transposed": (
+        checks.check_attention_backward, lambda q, k, v, g: grads(q, k, v, g, a_t=False),
+        "weights transposed", "dv"),
+    "heads split with view": (
+        checks.check_split_heads,
+        lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h),
+        "heads split with `view`", None),
+    "heads not moved in front of T": (
+        checks.check_split_heads,
+        lambda x, h: x.reshape(x.shape[0], x.shape[1], h, x.shape[2] // h),
+        "H must come before", None),
+    "upper-left causal alignment in the cache": (
+        checks.check_cache_mask, lambda c, n: np.triu(np.ones((n, c + n), dtype=bool), k=1),
+        "upper-left causal alignment in the cache", None),
+    "cache mask inverted": (
+        checks.check_cache_mask,
+        lambda c, n: ~(np.arange(c + n)[None, :] > np.arange(c, c + n)[:, None]),
+        "mask inverted", None),
+    "transpose missing in weight transfer": (checks.check_weight_transfer, lambda w: w,
+                                             "transpose missing in weight transfer", None),
+}
+
+
+@pytest.mark.parametrize("key", sorted(MISTAKES))
+def test_a_known_mistake_gets_its_name_in_one_sentence(key):
+    check, answer, words, behaviour = MISTAKES[key]
+    message = failure(check, answer, behaviour=behaviour)
+    assert words in message, message
+    assert "expected:" not in message, message
+    assert one_sentence(message), message
+
+
+def test_heads_split_with_torch_view_is_named():
+    torch = pytest.importorskip("torch")
+
+    def split(x, h):
+        b, t, c = x.shape
+        return x.view(b, h, t, c // h)
+
+    assert torch is not None
+    message = failure(checks.check_split_heads, split, torch_inputs=True)
+    assert "heads split with `view`" in message
+
+
+def test_dropout_left_on_at_inference_is_named():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    layer = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5))
+    x = torch.ones(3, 4)
+    with torch.no_grad():
+        expected = layer.eval()(x)
+    layer.train()  # the mistake: evaluating in training mode
+    with pytest.raises(AssertionError, match="dropout left on at inference"):
+        checks.check_inference(lambda inp: layer(inp).detach(), x, expected)
+
+
+def test_inference_in_eval_mode_passes(capsys):
+    torch = pytest.importorskip("torch")
+    layer = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.5)).eval()
+    x = torch.ones(3, 4)
+    with torch.no_grad():
+        checks.check_inference(lambda inp: layer(inp), x, layer(x))
+    assert capsys.readouterr().out.count("\n") == 1
+
+
+# -- predictions --------------------------------------------------------------
+
+PREDICTION_MISTAKES = {
+    "ex03.weights_dk64 unscaled": ("ex03.weights_dk64", [1.0, 0.0], "unscaled softmax"),
+    "ex03.weights_dk64 divided by 64": ("ex03.weights_dk64", [0.562, 0.438], "divided by d_k"),
+    "ex04.zeroed_after as if masked before": ("ex04.zeroed_after", [1.0, 0.0],
+                                              "masking before the softmax"),
+    "ex05.grad_075 without the cross term": ("ex05.grad_075", [0.75, 0.0],
+                                             "softmax backward without the cross term"),
+    "ex05.constant_upstream without the cross term": (
+        "ex05.constant_upstream", [0.6, 0.9, 1.5], "softmax backward without the cross term"),
+    "ex08.cache_read_out upper-left": ("ex08.cache_read_out", [10.0, 15.0],
+                                       "upper-left causal alignment in the cache"),
+    "ex02.cross_shape transposed": ("ex02.cross_shape", (5, 3), "rows are queries"),
+    "ex01.read_out plain average": ("ex01.read_out", [2 / 3, 2 / 3], "plain average"),
+}
+
+
+@pytest.mark.parametrize("key", sorted(PREDICTION_MISTAKES))
+def test_a_known_wrong_prediction_is_named(key):
+    question, value, words = PREDICTION_MISTAKES[key]
+    with pytest.raises(AssertionError, match=re.escape(words)):
+        checks.check_answer(question, value)
+
+
+@pytest.mark.parametrize(("question", "value"), [
+    ("ex01.read_out", [0.75, 0.5]), ("ex01.weight_on_first", 0.5), ("ex01.reachable", False),
+    ("ex02.cross_shape", (3, 5)), ("ex03.weights_dk64", [0.881, 0.119]),
+    ("ex03.shifted", [0.881, 0.119]), ("ex03.divided", [0.731, 0.269]),
+    ("ex04.zeroed_after", [0.5, 0.0]), ("ex05.grad_075", [0.1875, -0.1875]),
+    ("ex05.constant_upstream", [0.0, 0.0, 0.0]), ("ex08.cache_read_out", [25.0, 30.0]),
+])
+def test_a_right_prediction_gets_one_line(question, value, capsys):
+    checks.check_answer(question, value)
+    out = capsys.readouterr().out
+    assert out.endswith("correct.\n") and out.count("\n") == 1, out
+
+
+def test_a_prediction_left_as_none_is_not_attempted():
+    with pytest.raises(AssertionError, match="not attempted yet"):
+        checks.check_answer("ex01.read_out", None)
+
+
+def test_a_yes_no_question_refuses_a_number():
+    with pytest.raises(AssertionError, match="True or False"):
+        checks.check_answer("ex01.reachable", 0)
+
+
+def test_the_worked_numbers_of_the_predictions_come_from_the_package():
+    """0.881 / 0.119 is softmax([8, -8] / 8); 0.1875 is the vector form at p = 0.75."""
+    p = checks.PREDICTIONS
+    np.testing.assert_allclose(p["ex03.weights_dk64"].expected, mha.softmax([1.0, -1.0]))
+    np.testing.assert_allclose(p["ex05.grad_075"].expected,
+                               mha.softmax_backward([0.75, 0.25], [1.0, 0.0]))
+
+
+# -- the general behaviour ------------------------------------------------------
+
+REFERENCES = {
+    "read_out": (checks.check_read_out, lambda w, v: w @ v),
+    "softmax": (checks.check_softmax, mha.softmax),
+    "scores": (checks.check_scores,
+               lambda x, wq, wk: (x @ wq) @ (x @ wk).T / np.sqrt(wq.shape[1])),
+    "head_scores": (checks.check_head_scores, lambda q, k, d: mha.scores(q, k)),
+    "causal_mask": (checks.check_causal_mask, mha.causal_mask),
+    "to_sdpa": (checks.check_to_sdpa, mha.masks.to_sdpa),
+    "masked_attention": (checks.check_masked_attention,
+                         lambda q, k, v, m: mha.attention(q, k, v, mask=m)),
+    "softmax_backward": (checks.check_softmax_backward, mha.softmax_backward),
+    "attention_backward": (checks.check_attention_backward,
+                           lambda q, k, v, g: mha.attention_backward(q, k, v, g)[:3]),
+    "split_heads": (checks.check_split_heads, mha.split_heads),
+    "cache_mask": (checks.check_cache_mask, checks.later.cache_mask_reference),
+    "weight_transfer": (checks.check_weight_transfer, lambda w: w.T),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_a_correct_answer_gets_one_short_line(name, capsys):
+    check, reference = REFERENCES[name]
+    line = check(reference)
+    out = capsys.readouterr().out
+    assert out == line + "\n" and "correct" in line and len(line) < 60, out
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_a_stub_is_not_attempted_yet_not_a_traceback(name):
+    def stub(*args):
+        raise NotImplementedError()
+
+    check, _ = REFERENCES[name]
+    with pytest.raises(checks.NotAttempted, match="not attempted yet") as info:
+        check(stub)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_an_unknown_mistake_shows_the_first_differing_case():
+    message = failure(checks.check_read_out, lambda w, v: w @ v + 0.1)
+    assert "wrong on case 'weights [0.75, 0.25] on values [2, 0] and [0, 4]'" in message
+    assert "input:    [0.75, 0.25]" in message
+    assert "expected: [1.5, 1. ]" in message
+    assert "got:      [1.6, 1.1]" in message
+
+
+def test_an_answer_that_raises_shows_its_error_as_got():
+    def broken(w, v):
+        raise ValueError("shapes do not line up")
+
+    message = failure(checks.check_read_out, broken)
+    assert "got:      an error: ValueError: shapes do not line up" in message
+
+
+def test_a_wrong_return_type_is_named():
+    message = failure(checks.check_masked_attention, lambda q, k, v, m: q)
+    assert "return (output, weights)" in message
+
+
+def test_a_failed_check_is_an_assertion_error():
+    assert issubclass(checks.CheckFailed, AssertionError)
+    assert issubclass(checks.NotAttempted, checks.CheckFailed)
+
+
+def test_a_behaviour_selects_its_own_cases():
+    no_shift = MISTAKES["softmax without the max shift"][1]
+    checks.check_softmax(no_shift, behaviour="values")  # small logits: fine
+    with pytest.raises(AssertionError):
+        checks.check_softmax(no_shift, behaviour="stable")
+
+
+def test_an_answer_that_writes_into_its_input_does_not_change_the_reference():
+    def in_place(x):
+        x -= x.max(axis=-1, keepdims=True)
+        np.exp(x, out=x)
+        x /= x.sum(axis=-1, keepdims=True)
+        return x
+
+    checks.check_softmax(in_place)
+
+
+def test_reload_restores_functions_an_answer_cell_replaced():
+    try:
+        checks.check_softmax = lambda *args, **kwargs: None
+        checks._core.run_check = lambda *args, **kwargs: "patched"
+        fresh = importlib.reload(checks)
+        with pytest.raises(AssertionError):
+            fresh.check_softmax(lambda x: x)
+    finally:
+        importlib.reload(checks)
+    assert checks.basics.run_check is checks._core.run_check
+
+
+def test_checks_do_not_use_np_testing():
+    """An answer cell may replace np.testing.assert_allclose; the checks never call it."""
+    original = np.testing.assert_allclose
+    try:
+        np.testing.assert_allclose = lambda *args, **kwargs: None
+        with pytest.raises(AssertionError):
+            checks.check_softmax(lambda x: x)
+    finally:
+        np.testing.assert_allclose = original
+
+
+def test_no_package_module_imports_checks():
+    import pathlib
+
+    src = pathlib.Path(mha.__file__).parent
+    for path in src.rglob("*.py"):
+        if "checks" in path.relative_to(src).parts[0]:
+            continue
+        text = path.read_text()
+        assert "from .checks" not in text and "mha.checks" not in text, path
