@@ -165,3 +165,14 @@ def test_outline_cell_is_one_cell_wide_and_high_and_not_filled():
     box = outline_cell(ax, 0, 1)
     assert (box.get_width(), box.get_height()) == (1, 1)
     assert not box.get_fill()
+
+
+def test_naive_vs_stable_draws_the_ranges_lesson_02_states():
+    """NaN for c >= 709 and c <= -747, finite but wrong for -746 <= c <= -715 (step 1:
+    each shaded run reaches halfway to its neighbours)."""
+    _, artists = naive_vs_stable([1.0, 0.0], SHIFTS)
+    (wrong,) = artists["wrong spans"]
+    left, right = artists["nan spans"]
+    assert (wrong.get_x(), wrong.get_x() + wrong.get_width()) == (-746.5, -714.5)
+    assert (left.get_x(), left.get_x() + left.get_width()) == (-1000.0, -746.5)
+    assert (right.get_x(), right.get_x() + right.get_width()) == (708.5, 1000.0)

@@ -125,6 +125,7 @@ class WeightedSumExplorer(Explorer):
         ax_k.set_ylim(-reach, reach)
         ax_k.set_xticks([-5, 0, 5])
         ax_k.set_yticks([-5, 0, 5])
+        ax_k.tick_params(labelsize=8)
         ax_k.set_aspect("equal")
         ax_k.set_title("query q (red) and keys", fontsize=9)
         # weights, with scores written above
@@ -150,6 +151,10 @@ class WeightedSumExplorer(Explorer):
         ax_v.set_xlim(lo, hi)
         ax_v.set_ylim(lo, hi)
         ax_v.set_aspect("equal")
+        ax_v.set_xticks(range(int(np.ceil(lo)), int(hi) + 1, 2))
+        ax_v.set_yticks(range(int(np.ceil(lo)), int(hi) + 1, 2))
+        ax_v.tick_params(labelsize=8)
+        ax_w.tick_params(labelsize=8)
         ax_v.set_xlabel("feature 0")
         ax_v.set_ylabel("feature 1")
         ax_v.set_title("read-out (red) in the hull", fontsize=9)
