@@ -29,6 +29,16 @@ from mha.induction_train import EVAL_BLOCK, evaluate, train
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny tensors: one thread is faster (two threads on a busy 2-core machine spin) and
+    sums in one order, as tools/train_induction.py trains."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def trained():
     return {name: load_trained(name) for name in induction.TRAINED}
@@ -248,13 +258,8 @@ def test_removing_the_previous_token_head_breaks_induction(trained):
 
 @pytest.mark.slow
 def test_retraining_reproduces_the_shipped_one_head_model(trained):
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as tools/train_induction.py trains
-    try:
-        model, _ = train(n_heads=1, seed=0, **{k: v for k, v in
-                         trained["induction_2l_1h"].record["recipe"].items()
-                         if k in ("steps", "lr", "batch", "d_model", "positions")})
-    finally:
-        torch.set_num_threads(threads)
+    recipe = trained["induction_2l_1h"].record["recipe"]
+    model, _ = train(n_heads=1, seed=0, **{k: recipe[k] for k in
+                                           ("steps", "lr", "batch", "d_model", "positions")})
     now, shipped = evaluate(model), trained["induction_2l_1h"].record["metrics"]
     assert now["repeated"] == pytest.approx(shipped["repeated"], abs=0.01)
