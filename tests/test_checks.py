@@ -382,3 +382,17 @@ def test_no_package_module_imports_checks():
             continue
         text = path.read_text()
         assert "from .checks" not in text and "mha.checks" not in text, path
+
+
+def test_the_teaching_guide_names_every_mistake_as_the_checks_do():
+    import pathlib
+
+    src = pathlib.Path(checks.__file__).parent
+    names = set()
+    for path in src.glob("*.py"):
+        names |= set(re.findall(r'Mistake\(\s*"([^"]+)"', path.read_text()))
+    assert len(names) > 20
+    guide = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "TEACHING.md").read_text()
+    guide = " ".join(guide.replace("`", "").split())
+    missing = sorted(n for n in names if n.split(" (")[0] not in guide)
+    assert not missing, f"docs/TEACHING.md does not name: {missing}"
