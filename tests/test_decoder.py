@@ -61,6 +61,15 @@ def test_cached_and_uncached_logits_agree_in_bfloat16_within_its_tolerance():
     torch.testing.assert_close(stepwise, whole, rtol=0, atol=TOL[torch.bfloat16])
 
 
+@pytest.mark.parametrize(("impl", "n_kv_heads"), [("manual", 1), ("sdpa", 2), ("sdpa", 4)])
+def test_cached_equals_uncached_for_grouped_heads_and_both_impls(impl, n_kv_heads):
+    model = _model(impl=impl, n_kv_heads=n_kv_heads)
+    tokens_c, logits_c = generate(model, _prompt(), 20, use_cache=True)
+    tokens_u, logits_u = generate(model, _prompt(), 20, use_cache=False)
+    assert torch.equal(tokens_c, tokens_u)
+    torch.testing.assert_close(logits_c, logits_u, rtol=0, atol=TOL[torch.float32])
+
+
 def test_chunked_prefill_gives_the_logits_of_one_shot_prefill():
     model, seq = _model(), _prompt(t=20)
     one_shot = logits_in_chunks(model, seq, [20])
@@ -232,6 +241,11 @@ def test_refuses_float_tokens():
 def test_refuses_padding_of_another_shape():
     with pytest.raises(TypeError, match="padding"):
         _model()(_prompt(), padding=torch.zeros(2, 5, dtype=torch.bool))
+
+
+def test_refuses_positions_of_another_length():
+    with pytest.raises(ValueError, match=r"positions must be integer, \(T,\) = \(6,\)"):
+        _model()(_prompt(), positions=torch.arange(5))
 
 
 def test_refuses_a_cache_of_another_model_depth():

@@ -197,8 +197,9 @@ class TinyDecoder(nn.Module):
     ``attention_only=True`` drops the norms and MLPs (see :func:`from_attention_only`).
 
     Refuses tokens that are not a ``(B, T)`` integer tensor or lie outside the
-    vocabulary, padding of another shape, a cache with another number of
-    layers, and what the cache refuses (batch, dtype, ``max_len``).
+    vocabulary, padding or positions of another shape (or float positions), a
+    cache with another number of layers, and what the cache refuses (batch,
+    dtype, ``max_len``).
     """
 
     def __init__(self, vocab_size: int, d_model: int = 32, n_heads: int = 4,
@@ -239,7 +240,12 @@ class TinyDecoder(nn.Module):
             # Real tokens count 0, 1, 2, ... from the start; padding before them takes the start.
             positions = start[:, None] + ((~padding).cumsum(dim=1) - 1).clamp(min=0)
         else:
-            positions = torch.as_tensor(positions, device=tokens.device).expand(b, t)
+            positions = torch.as_tensor(positions, device=tokens.device)
+            if positions.dtype.is_floating_point or positions.dtype == torch.bool or \
+                    tuple(positions.shape) not in ((t,), (b, t)):
+                raise ValueError(f"positions must be integer, (T,) = ({t},) or (B, T) = {(b, t)}; "
+                                 f"got {positions.dtype} of shape {tuple(positions.shape)}.")
+            positions = positions.expand(b, t)
         key_positions, key_padding = positions, padding
         if cache is not None:
             key_positions, key_padding = cache.add_tokens(positions, padding)  # (B, Tk)
