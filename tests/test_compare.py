@@ -31,7 +31,7 @@ def test_run_four_paths_returns_an_output_for_every_path():
 
 def test_run_four_paths_returns_per_head_weights_where_a_path_has_them():
     run = compare.run_four_paths(compare.seeded_module(C, H), query(), mask=CAUSAL)
-    assert set(run.weights) == {"numpy", "torch manual", "nn.MultiheadAttention"}
+    assert set(run.weights) == {"numpy", "torch manual", "nn.MultiheadAttention, need_weights=True"}
     assert all(w.shape == (B, H, T, T) for w in run.weights.values())
 
 
@@ -136,6 +136,22 @@ def test_difference_table_has_one_column_per_dtype_and_bias():
     assert list(table) == ["float32, bias", "float32, no bias", "float64, bias", "float64, no bias"]
     assert list(table["float32, bias"]) == [*compare.PATHS[1:], "rows sum to 1",
                                             "weight on a blocked key"]
+
+
+def test_nn_multihead_runs_its_own_softmax_sdpa_and_the_fast_path():
+    module = compare.seeded_module(C, H)
+    layer, x = to_nn_multihead(module), query()
+    assert compare.attention_kernels(lambda: layer(x, x, x)) == ["aten._softmax"]
+    sdpa = compare.attention_kernels(lambda: layer(x, x, x, need_weights=False))
+    assert len(sdpa) == 1 and "scaled_dot_product" in sdpa[0]
+    with torch.no_grad():
+        fast = compare.attention_kernels(lambda: layer(x, x, x, need_weights=False))
+    assert fast == ["aten._native_multi_head_attention"]
+
+
+def test_attention_kernels_sees_the_manual_path_softmax():
+    module = compare.seeded_module(C, H)
+    assert compare.attention_kernels(lambda: module(query())) == ["aten._softmax"]
 
 
 def test_difference_table_stays_within_the_bounds_of_each_dtype():

@@ -6,9 +6,12 @@ The paths (names as in :data:`PATHS`):
 * ``"torch manual"``: :class:`mha.layers.MultiHeadAttention` with ``impl="manual"``;
 * ``"torch sdpa"``: the same module with ``impl="sdpa"`` (its projections, then
   ``F.scaled_dot_product_attention``);
-* ``"nn.MultiheadAttention"``: PyTorch's layer with ``need_weights=True`` (it
-  computes the weights itself), and ``"nn.MultiheadAttention, need_weights=False"``
-  (it then calls SDPA).
+* ``nn.MultiheadAttention`` three ways: with gradients on and
+  ``need_weights=True`` (it computes the weights itself, softmax and bmm) or
+  ``need_weights=False`` (it calls SDPA), and in ``eval()`` with gradients off
+  (``"fast path"``: for self-attention one fused ``_native_multi_head_attention``
+  kernel; see the conditions in its docs). :func:`attention_kernels` shows
+  which kernel a call ran.
 
 Weights are copied with :mod:`mha.torch_transfer` and masks cross with its named
 conversions, so a difference measured here is rounding, or a real bug. Masks use
@@ -29,13 +32,14 @@ from . import masks
 from .layers import MultiHeadAttention
 from .torch_transfer import to_nn_multihead, to_nn_multihead_masks, to_numpy
 
-__all__ = ["PATHS", "FourPaths", "run_four_paths", "max_differences", "magnitude",
+__all__ = ["PATHS", "FourPaths", "run_four_paths", "attention_kernels", "max_differences",
+           "magnitude",
            "seeded_module", "difference_table", "format_table", "gradients",
            "gradient_differences", "missing_gradients", "migration_checks", "run_nn_multihead"]
 
-PATHS = ("numpy", "torch manual", "torch sdpa", "nn.MultiheadAttention",
-         "nn.MultiheadAttention, need_weights=False")
 NN = "nn.MultiheadAttention"
+PATHS = ("numpy", "torch manual", "torch sdpa", f"{NN}, need_weights=True",
+         f"{NN}, need_weights=False", f"{NN}, fast path")
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ class FourPaths:
     ``outputs``: path -> ``(B, Tq, C)`` NumPy array in the module's dtype, for
     every name in :data:`PATHS`. ``weights``: path -> ``(B, H, Tq, Tk)`` per-head
     attention weights, for the paths that return them (``"numpy"``,
-    ``"torch manual"``, ``"nn.MultiheadAttention"``). ``blocked``: the combined
+    ``"torch manual"``, ``"nn.MultiheadAttention, need_weights=True"``). ``blocked``: the combined
     mask ``(B, H, Tq, Tk)`` the paths applied (True = blocked), or None.
     """
 
@@ -117,10 +121,14 @@ def run_four_paths(module: MultiHeadAttention, query, context=None, mask=None,
                 if w is not None:
                     weights[name] = w.numpy()
             layer = to_nn_multihead(module)
-            out, w = run_nn_multihead(layer, query, context, **kw)
-            outputs[NN], weights[NN] = out.numpy(), w.numpy()
             out, _ = run_nn_multihead(layer, query, context, need_weights=False, **kw)
-            outputs[f"{NN}, need_weights=False"] = out.numpy()
+            outputs[f"{NN}, fast path"] = out.numpy()  # eval() and no gradients
+        with torch.enable_grad():  # parameters that need gradients: no fast path
+            for need in (True, False):
+                out, w = run_nn_multihead(layer, query, context, need_weights=need, **kw)
+                outputs[f"{NN}, need_weights={need}"] = out.detach().numpy()
+                if w is not None:
+                    weights[f"{NN}, need_weights={need}"] = w.detach().numpy()
     finally:
         module.impl = impl
         module.train(training)
@@ -230,6 +238,35 @@ def format_table(table: dict, fmt=magnitude) -> str:
     for r in rows:
         lines.append(r.ljust(width) + "".join(fmt(table[c][r]).rjust(col) for c in columns))
     return "\n".join(lines)
+
+
+def attention_kernels(fn) -> list:
+    """The softmax and attention kernels (aten ops) that ``fn()`` runs, in order, each once.
+
+    Watches PyTorch's dispatcher with a ``TorchDispatchMode`` (from
+    ``torch.utils._python_dispatch``, internal but used by PyTorch's own tools),
+    which sees every aten op without changing the path a module takes (a
+    ``TorchFunctionMode`` would: it turns ``nn.MultiheadAttention``'s fast path
+    off). Names depend on the torch version and the device, e.g.
+    ``"aten._softmax"``, ``"aten._scaled_dot_product_flash_attention_for_cpu"``,
+    ``"aten._native_multi_head_attention"``.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Log(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = f"aten.{func.overloadpacket.__name__}"
+            if ("attention" in name or "softmax" in name) and name not in self.names:
+                self.names.append(name)
+            return func(*args, **(kwargs or {}))
+
+    with _Log() as log:
+        fn()
+    return log.names
 
 
 # -- gradients ------------------------------------------------------------------
