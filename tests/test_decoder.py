@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mha.decoder import (
     Attention,
@@ -44,6 +48,11 @@ def _prompt(b=2, t=6, seed=1):
     return torch.randint(0, V, (b, t), generator=torch.Generator().manual_seed(seed))
 
 
+@functools.cache
+def _gqa_model(window=None):
+    return _model(n_kv_heads=2, window=window)
+
+
 def test_cached_and_uncached_logits_agree_within_1e_6_over_a_generated_sequence():
     model = _model()
     tokens_c, logits_c = generate(model, _prompt(), 40, use_cache=True)
@@ -75,6 +84,17 @@ def test_chunked_prefill_gives_the_logits_of_one_shot_prefill():
     one_shot = logits_in_chunks(model, seq, [20])
     torch.testing.assert_close(logits_in_chunks(model, seq, [7, 5, 1, 7]), one_shot,
                                rtol=0, atol=1e-6)
+
+
+@settings(max_examples=15)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=8).filter(lambda c: sum(c) <= 24),
+       st.sampled_from([None, 3]))
+def test_any_chunking_gives_the_logits_of_the_whole_sequence(chunks, window):
+    model = _gqa_model(window)
+    seq = _prompt(t=sum(chunks), seed=sum(chunks))
+    with torch.no_grad():
+        whole = model(seq)
+    torch.testing.assert_close(logits_in_chunks(model, seq, chunks), whole, rtol=0, atol=1e-6)
 
 
 def test_sdpa_and_manual_attention_give_one_model():
