@@ -138,6 +138,17 @@ def test_gradient_curves_are_the_state_norms_at_each_width(explorer):
             assert drawn == pytest.approx(max(explorer.state["jacobian_norm"], 1e-12))
 
 
+@pytest.mark.parametrize(("d_k", "divide"), [(4, False), (64, True), (1024, False)])
+def test_state_is_the_scaling_state_of_its_sample(explorer, d_k, divide):
+    from mha.scaling import scaling_state
+
+    explorer.divide_box.value = divide
+    explorer.d_k_slider.value = d_k
+    expected = scaling_state(explorer.q, explorer.k, d_k, divide)
+    assert explorer.state["largest_weight"] == expected["largest_weight"]
+    assert explorer.state["jacobian_norm"] == expected["jacobian_norm"]
+
+
 def test_refuses_a_d_k_that_is_not_a_slider_step():
     with pytest.raises(ValueError, match="d_k must be one of"):
         ScalingExplorer(d_k=100)
