@@ -394,3 +394,16 @@ def test_refuses_exactly_what_the_plain_path_refuses_with_the_same_words(is_caus
     with pytest.raises(ValueError) as ours:
         tiled_attention(q, k, v, mask=mask, is_causal=is_causal, block_q=2, block_k=2)
     assert str(ours.value) == str(plain_err.value)
+
+
+def test_tile_loops_leave_numpy_blas_threads_as_they_were():
+    from threadpoolctl import ThreadpoolController
+
+    def threads():
+        return [lib["num_threads"] for lib in ThreadpoolController().info()]
+
+    before = threads()
+    q, k, v = small()
+    out, lse = tiled_attention(q, k, v)
+    tiled_attention_backward(q, k, v, out, lse, out)
+    assert threads() == before

@@ -28,6 +28,7 @@ import tracemalloc
 from typing import NamedTuple
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from ._checks import (
     as_float_array,
@@ -53,6 +54,10 @@ __all__ = [
 
 SKIPPED, FULL, PARTIAL = 0, 1, 2  # a tile's state in tile_plan
 BLOCK_Q, BLOCK_K = 256, 256  # defaults: a 256 x 256 float64 tile is 512 KiB, cache-sized
+# The tile products are small. Split across BLAS threads they ran 10 to 40 times slower
+# than on one thread on a shared 2-core machine (benchmarks/tiled_memory.py), so the
+# loops run with one BLAS thread; other NumPy code keeps its threads.
+_BLAS = ThreadpoolController()
 
 
 class TiledOutput(NamedTuple):
@@ -179,29 +184,30 @@ def tiled_attention(q, k, v, mask=None, *, is_causal: bool = False, scale: float
     out = np.empty(lead + (tq, v.shape[-1]), dtype=q.dtype)
     lse = np.empty(lead + (tq,), dtype=q.dtype)
     keyless = np.zeros(lead + (tq,), dtype=bool)
-    for a, i0 in enumerate(_starts(tq, block_q)):
-        i1 = min(i0 + block_q, tq)
-        q_tile = q[..., i0:i1, :]
-        m = np.full(lead + (i1 - i0,), -np.inf, dtype=q.dtype)  # running row max
-        row_sum = np.zeros_like(m)  # running sum of exp(s - m)
-        acc = np.zeros(lead + (i1 - i0, v.shape[-1]), dtype=q.dtype)  # running sum of p v
-        for b, j0 in enumerate(_starts(tk, block_k)):
-            if plan[a, b] == SKIPPED:
-                continue
-            j1 = min(j0 + block_k, tk)
-            s = _tile_scores(q_tile, k[..., j0:j1, :], scale,
-                             _blocked(i0, i1, j0, j1, offset, is_causal, mask), i0, j0)
-            m_new = np.maximum(m, s.max(axis=-1))
-            m_safe = np.where(np.isneginf(m_new), 0.0, m_new)  # a row with no key yet
-            p = np.exp(s - m_safe[..., None])  # (..., bq, bk); blocked -> exactly 0
-            rescale = np.exp(m - m_safe)  # exp(m - m'): 0 for a row's first key
-            row_sum = row_sum * rescale + p.sum(axis=-1)
-            acc = acc * rescale[..., None] + p @ v[..., j0:j1, :]
-            m = m_new
-        keyless[..., i0:i1] = row_sum == 0  # mask and is_causal together left no key
-        with np.errstate(divide="ignore", invalid="ignore"):  # keyless rows are refused below
-            out[..., i0:i1, :] = acc / row_sum[..., None]
-            lse[..., i0:i1] = m + np.log(row_sum)
+    with _BLAS.limit(limits=1, user_api="blas"):  # small products: one BLAS thread
+        for a, i0 in enumerate(_starts(tq, block_q)):
+            i1 = min(i0 + block_q, tq)
+            q_tile = q[..., i0:i1, :]
+            m = np.full(lead + (i1 - i0,), -np.inf, dtype=q.dtype)  # running row max
+            row_sum = np.zeros_like(m)  # running sum of exp(s - m)
+            acc = np.zeros(lead + (i1 - i0, v.shape[-1]), dtype=q.dtype)  # running sum of p v
+            for b, j0 in enumerate(_starts(tk, block_k)):
+                if plan[a, b] == SKIPPED:
+                    continue
+                j1 = min(j0 + block_k, tk)
+                s = _tile_scores(q_tile, k[..., j0:j1, :], scale,
+                                 _blocked(i0, i1, j0, j1, offset, is_causal, mask), i0, j0)
+                m_new = np.maximum(m, s.max(axis=-1))
+                m_safe = np.where(np.isneginf(m_new), 0.0, m_new)  # a row with no key yet
+                p = np.exp(s - m_safe[..., None])  # (..., bq, bk); blocked -> exactly 0
+                rescale = np.exp(m - m_safe)  # exp(m - m'): 0 for a row's first key
+                row_sum = row_sum * rescale + p.sum(axis=-1)
+                acc = acc * rescale[..., None] + p @ v[..., j0:j1, :]
+                m = m_new
+            keyless[..., i0:i1] = row_sum == 0  # mask and is_causal together left no key
+            with np.errstate(divide="ignore", invalid="ignore"):  # keyless: refused below
+                out[..., i0:i1, :] = acc / row_sum[..., None]
+                lse[..., i0:i1] = m + np.log(row_sum)
     if np.any(keyless):
         raise ValueError(fully_masked_row_message(first_index(keyless),
                                                   "the mask combined with is_causal"))
@@ -252,22 +258,23 @@ def tiled_attention_backward(q, k, v, out, lse, d_out, mask=None, *, is_causal: 
     dq = np.zeros(lead + q.shape[-2:], dtype=q.dtype)
     dk = np.zeros(lead + k.shape[-2:], dtype=q.dtype)
     dv = np.zeros(lead + v.shape[-2:], dtype=q.dtype)
-    for b, j0 in enumerate(_starts(tk, block_k)):
-        j1 = min(j0 + block_k, tk)
-        k_tile, v_tile = k[..., j0:j1, :], v[..., j0:j1, :]
-        for a, i0 in enumerate(_starts(tq, block_q)):
-            if plan[a, b] == SKIPPED:
-                continue
-            i1 = min(i0 + block_q, tq)
-            q_tile, g_tile = q[..., i0:i1, :], g[..., i0:i1, :]
-            s = _tile_scores(q_tile, k_tile, scale,
-                             _blocked(i0, i1, j0, j1, offset, is_causal, mask), i0, j0)
-            p = np.exp(s - lse[..., i0:i1, None])  # (..., bq, bk), the forward's weights
-            dv[..., j0:j1, :] += np.swapaxes(p, -1, -2) @ g_tile
-            dp = g_tile @ np.swapaxes(v_tile, -1, -2)  # (..., bq, bk)
-            ds = p * (dp - d_row[..., i0:i1, None])  # softmax backward with D
-            dq[..., i0:i1, :] += (ds @ k_tile) * scale
-            dk[..., j0:j1, :] += (np.swapaxes(ds, -1, -2) @ q_tile) * scale
+    with _BLAS.limit(limits=1, user_api="blas"):  # small products: one BLAS thread
+        for b, j0 in enumerate(_starts(tk, block_k)):
+            j1 = min(j0 + block_k, tk)
+            k_tile, v_tile = k[..., j0:j1, :], v[..., j0:j1, :]
+            for a, i0 in enumerate(_starts(tq, block_q)):
+                if plan[a, b] == SKIPPED:
+                    continue
+                i1 = min(i0 + block_q, tq)
+                q_tile, g_tile = q[..., i0:i1, :], g[..., i0:i1, :]
+                s = _tile_scores(q_tile, k_tile, scale,
+                                 _blocked(i0, i1, j0, j1, offset, is_causal, mask), i0, j0)
+                p = np.exp(s - lse[..., i0:i1, None])  # (..., bq, bk), the forward's weights
+                dv[..., j0:j1, :] += np.swapaxes(p, -1, -2) @ g_tile
+                dp = g_tile @ np.swapaxes(v_tile, -1, -2)  # (..., bq, bk)
+                ds = p * (dp - d_row[..., i0:i1, None])  # softmax backward with D
+                dq[..., i0:i1, :] += (ds @ k_tile) * scale
+                dk[..., j0:j1, :] += (np.swapaxes(ds, -1, -2) @ q_tile) * scale
     return TiledGrads(*(grad if grad.shape == x.shape else _unbroadcast(grad, x.shape)
                         for grad, x in ((dq, q), (dk, k), (dv, v))))
 
