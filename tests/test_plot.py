@@ -221,3 +221,9 @@ def test_heatmap_row_refuses_a_matrix_that_is_not_2d():
 
     with pytest.raises(ValueError, match="2-D"):
         heatmap_row([("a", np.zeros(3))], colorbar_label="w")
+
+
+def test_gradient_heatmaps_gives_each_panel_its_own_colour_bar():
+    _, _, images = gradient_heatmaps([("A", np.eye(2)), ("dS", -np.eye(2))])
+    assert [im.colorbar.mappable for im in images] == images
+    assert images[1].colorbar.vmin == -1.0 and images[1].colorbar.vmax == 1.0

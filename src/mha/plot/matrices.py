@@ -128,20 +128,21 @@ def scores_to_weights(scores, axes=None, *, row_ticks=None, col_ticks=None, titl
 
 
 def gradient_heatmaps(panels, mask=None, *, row_label="query i", col_label="key j"):
-    """Heatmaps side by side, blocked cells hatched, one colour scale per panel.
+    """Heatmaps side by side, blocked cells hatched, one colour scale (and bar) per panel.
 
     ``panels`` is a list of ``(title, matrix (Tq, Tk))``; a matrix with negative
     entries gets a diverging colour map centred on 0 (red positive, blue
     negative), a non-negative one (weights) ``viridis``. ``mask (Tq, Tk)``
     bool, True = blocked, is hatched on every panel.
 
-    Returns ``(fig, axes, images)``; ``images[n].get_array()`` holds panel n's values.
+    Returns ``(fig, axes, images)``; ``images[n].get_array()`` holds panel n's
+    values and ``images[n].colorbar`` is its colour bar.
     """
     mats = [np.asarray(m, dtype=float) for _, m in panels]
     if not mats or any(m.ndim != 2 or m.shape != mats[0].shape for m in mats):
         raise ValueError("gradient_heatmaps needs one or more 2-D matrices of one shape.")
     rows, cols = mats[0].shape
-    fig, axes = plt.subplots(1, len(mats), figsize=(0.75 * cols * len(mats) + 1.2 * len(mats),
+    fig, axes = plt.subplots(1, len(mats), figsize=(0.75 * cols * len(mats) + 2.0 * len(mats),
                                                      0.6 * rows + 1.6), squeeze=False)
     axes, images = axes[0], []
     for ax, (title, _), m in zip(axes, panels, mats, strict=True):
@@ -151,6 +152,7 @@ def gradient_heatmaps(panels, mask=None, *, row_label="query i", col_label="key 
                  else {"cmap": "viridis", "vmin": 0.0, "vmax": bound})
         _, image = heatmap(m, ax, title=title, row_label=row_label, col_label=col_label,
                            annotate=False, **style)
+        fig.colorbar(image, ax=ax, shrink=0.8)  # each panel has its own scale: say which
         images.append(image)
         for (i, j), value in np.ndenumerate(m):
             # dark cells get white text: strong colours (diverging) or the low end of viridis
