@@ -313,3 +313,17 @@ def test_relative_gradient_differences_divide_by_the_gradients_size():
 def test_the_key_bias_gets_no_gradient_up_to_rounding():
     grads = compare.gradients(compare.seeded_module(C, H), query(), mask=CAUSAL)
     assert float(grads["b_K"].abs().max()) < 1e-14 * float(grads["W_K"].abs().max())
+
+
+def test_difference_table_exposes_a_numpy_copy_without_the_transpose(monkeypatch):
+    def untransposed(module, ignore_dropout=False):
+        copy = mha.MultiHeadAttention(module.d_model, module.n_heads, bias=module.bias)
+        for s, proj in zip("qkvo", (module.q_proj, module.k_proj, module.v_proj,
+                                    module.out_proj), strict=True):
+            setattr(copy, f"w_{s}", proj.weight.detach().numpy().copy())  # (out, in) as is
+            setattr(copy, f"b_{s}", None if proj.bias is None else proj.bias.detach().numpy())
+        return copy
+
+    monkeypatch.setattr(compare, "to_numpy", untransposed)
+    table = compare.difference_table(query(), H, dtypes=(torch.float64,), biases=(True,))
+    assert table["float64, bias"]["torch manual"] > 1e-2
