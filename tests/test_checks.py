@@ -157,6 +157,10 @@ MISTAKES = {
         checks.check_split_heads,
         lambda x, h: x.reshape(x.shape[0], x.shape[1], h, x.shape[2] // h),
         "H must come before", None),
+    "heads merged without the transpose": (
+        checks.check_merge_heads,
+        lambda x: x.reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3]),
+        "heads merged with a reshape straight from", None),
     "upper-left causal alignment in the cache": (
         checks.check_cache_mask, lambda c, n: np.triu(np.ones((n, c + n), dtype=bool), k=1),
         "upper-left causal alignment in the cache", None),
@@ -226,6 +230,11 @@ PREDICTION_MISTAKES = {
                                        "upper-left causal alignment in the cache"),
     "ex02.cross_shape transposed": ("ex02.cross_shape", (5, 3), "rows are queries"),
     "ex01.read_out plain average": ("ex01.read_out", [2 / 3, 2 / 3], "plain average"),
+    "ex06.params_h8 without biases": ("ex06.params_h8", 1048576, "without the biases"),
+    "ex06.params_h16 per head": ("ex06.params_h16", 16 * 1050624, "does not change the count"),
+    "ex08.cache_bytes without K and V": ("ex08.cache_bytes", 402653184, "factor 2"),
+    "ex08.cache_bytes in float32": ("ex08.cache_bytes", 1610612736, "2 bytes"),
+    "ex08.gqa_bytes with every query head": ("ex08.gqa_bytes", 805306368, "grouped-query"),
 }
 
 
@@ -242,6 +251,8 @@ def test_a_known_wrong_prediction_is_named(key):
     ("ex03.shifted", [0.881, 0.119]), ("ex03.divided", [0.731, 0.269]),
     ("ex04.zeroed_after", [0.5, 0.0]), ("ex05.grad_075", [0.1875, -0.1875]),
     ("ex05.constant_upstream", [0.0, 0.0, 0.0]), ("ex08.cache_read_out", [25.0, 30.0]),
+    ("ex06.params_h8", 1050624), ("ex06.params_h16", 1050624),
+    ("ex08.cache_bytes", 805306368), ("ex08.gqa_bytes", 201326592),
 ])
 def test_a_right_prediction_gets_one_line(question, value, capsys):
     checks.check_answer(question, value)
@@ -257,6 +268,15 @@ def test_a_prediction_left_as_none_is_not_attempted():
 def test_a_yes_no_question_refuses_a_number():
     with pytest.raises(AssertionError, match="True or False"):
         checks.check_answer("ex01.reachable", 0)
+
+
+def test_the_cache_memory_predictions_match_the_package_formula():
+    torch = pytest.importorskip("torch")
+    from mha.kv_cache import kv_cache_bytes
+
+    p = checks.PREDICTIONS
+    assert p["ex08.cache_bytes"].expected == kv_cache_bytes(24, 2, 16, 4096, 64, torch.float16)
+    assert p["ex08.gqa_bytes"].expected == kv_cache_bytes(24, 2, 4, 4096, 64, torch.float16)
 
 
 def test_the_worked_numbers_of_the_predictions_come_from_the_package():
@@ -283,6 +303,7 @@ REFERENCES = {
     "attention_backward": (checks.check_attention_backward,
                            lambda q, k, v, g: mha.attention_backward(q, k, v, g)[:3]),
     "split_heads": (checks.check_split_heads, mha.split_heads),
+    "merge_heads": (checks.check_merge_heads, mha.merge_heads),
     "cache_mask": (checks.check_cache_mask, checks.later.cache_mask_reference),
     "weight_transfer": (checks.check_weight_transfer, lambda w: w.T),
 }

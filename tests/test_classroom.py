@@ -92,6 +92,15 @@ NO_CROSS_TERM = '''
 def softmax_grad(p, g):
     return p * g
 '''
+SPLIT_WITH_VIEW = '''
+def split(x, n_heads):
+    b, t, c = x.shape
+    return x.reshape(b, n_heads, t, c // n_heads)  # what x.view(B, H, T, dh) does
+'''
+UPPER_LEFT = '''
+def cache_mask(n_cached, n_new):
+    return np.triu(np.ones((n_new, n_cached + n_new), dtype=bool), k=1)  # is_causal=True
+'''
 TAMPER = '''
 import importlib
 for _name in dir(checks):
@@ -149,12 +158,16 @@ STUDENTS = [
     ("all_correct", "ex03_scaling", {}, None, 5),
     ("all_correct", M, {}, None, 7),
     ("all_correct", "ex05_softmax_backward", {}, None, 7),
+    ("all_correct", "ex06_multi_head", {}, None, 5),
+    ("all_correct", "ex08_kv_cache", {}, None, 5),
     ("partly_correct", M, PARTLY, None, 4),
     ("mask_after_softmax", M, {"masked_attention": MASK_AFTER_SOFTMAX}, None, 4),
     ("mask_inverted", M, {"causal": CAUSAL_INVERTED}, None, 5),
     ("no_max_shift", "ex02_scores_and_softmax", {"softmax": NO_MAX_SHIFT}, None, 5),
     ("sqrt_d_model", "ex03_scaling", {"head_scores": SQRT_D_MODEL}, None, 3),
     ("no_cross_term", "ex05_softmax_backward", {"softmax_grad": NO_CROSS_TERM}, None, 3),
+    ("split_with_view", "ex06_multi_head", {"split": SPLIT_WITH_VIEW}, None, 3),
+    ("upper_left_cache", "ex08_kv_cache", {"cache_mask": UPPER_LEFT}, None, 3),
     ("syntax_error", M, {"causal": SYNTAX_ERROR}, None, 5),
     ("exception", M, {"masked_attention": RAISES}, None, 4),
     ("infinite_loop", M, {"causal": INFINITE_LOOP}, None, 5),
@@ -224,7 +237,8 @@ def test_every_submission_has_one_grade_row(classroom):
 def test_max_scores_are_the_points_of_each_set(classroom):
     maxima = {r["assignment"]: float(r["max_score"]) for r in classroom["rows"]}
     assert maxima == {"ex01_weighted_sum": 6, "ex02_scores_and_softmax": 6, "ex03_scaling": 5,
-                      "ex04_masks": 7, "ex05_softmax_backward": 7}
+                      "ex04_masks": 7, "ex05_softmax_backward": 7, "ex06_multi_head": 5,
+                      "ex08_kv_cache": 5}
 
 
 def test_editing_a_locked_test_cell_does_not_raise_the_score(classroom):

@@ -35,6 +35,7 @@ from .basics import check_head_scores, check_read_out, check_scores, check_softm
 from .later import (  # noqa: E402
     check_cache_mask,
     check_inference,
+    check_merge_heads,
     check_split_heads,
     check_weight_transfer,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "check_head_scores",
     "check_inference",
     "check_masked_attention",
+    "check_merge_heads",
     "check_read_out",
     "check_scores",
     "check_softmax",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..masks import mask_from_positions
-from ..multihead import split_heads
+from ..multihead import merge_heads, split_heads
 from ._core import Case, CheckFailed, Mistake, NotAttempted, Prediction, as_numbers, run_check
 
 # -- 06 heads -----------------------------------------------------------------
@@ -48,6 +48,33 @@ def check_split_heads(answer, behaviour: str | None = None, torch_inputs: bool =
                       for c in SPLIT_CASES)
     return run_check("split_heads", answer, lambda x, h: split_heads(as_numbers(x), h), cases,
                      SPLIT_MISTAKES, behaviour, prepare=as_numbers)
+
+
+def _merge_reference(x):
+    return merge_heads(as_numbers(x))
+
+
+_HEADS_CODED = split_heads(_X_CODED, 4)  # (B, H, T, dh) = (2, 4, 3, 2)
+
+MERGE_CASES = (
+    Case("(B, H, T, dh) = (2, 4, 3, 2), from the coded x", (_HEADS_CODED,)),
+    Case("two heads", (split_heads(_X_CODED, 2),)),
+    Case("one head", (split_heads(_X_CODED, 1),)),
+)
+
+MERGE_MISTAKES = (
+    Mistake("heads merged without the transpose",
+            "heads merged with a reshape straight from (B, H, T, dh): the shape is right and "
+            "the values are wrong; move T back in front of H first (transpose(0, 2, 1, 3), "
+            "torch: .transpose(1, 2)), then reshape to (B, T, H * dh).",
+            lambda x: x.reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3])),
+)
+
+
+def check_merge_heads(answer, behaviour: str | None = None) -> str:
+    """``answer(x (B, H, T, dh)) -> (B, T, H * dh)``, the inverse of the split."""
+    return run_check("merge_heads", answer, _merge_reference, MERGE_CASES, MERGE_MISTAKES,
+                     behaviour, prepare=as_numbers)
 
 
 # -- 08 the KV cache ----------------------------------------------------------
@@ -142,7 +169,40 @@ def check_inference(run, x, expected, atol: float = 1e-5, name: str = "inference
     return line
 
 
+_PARAMS = 4 * 512 * 512 + 4 * 512  # W_Q, W_K, W_V, W_O and their biases at C = 512
+_NO_BIAS = "that is 4 C^2 without the biases; each of the four projections has C biases too."
+_PER_HEAD = "the heads are slices of the same four (C, C) matrices, so H does not change the count."
+
+
+def _cache_bytes(n_kv_heads: int, itemsize: int = 2, factor: int = 2) -> int:
+    """2 * layers * B * H_kv * T * dh * bytes for 24 layers, B = 2, T = 4096, dh = 64."""
+    return factor * 24 * 2 * n_kv_heads * 4096 * 64 * itemsize
+
+
+_KV_FACTOR = "a cache holds keys and values, so the count has a factor 2 (K and V)."
+_FP16 = "float16 takes 2 bytes a number, not 4."
+
 PREDICTIONS = {
+    "ex06.params_h8": Prediction(
+        "params_h8", _PARAMS, 0.5,
+        known_wrong=((4 * 512 * 512, _NO_BIAS), (8 * _PARAMS, _PER_HEAD)),
+        hint="Four (C, C) weight matrices and four bias vectors of length C."),
+    "ex06.params_h16": Prediction(
+        "params_h16", _PARAMS, 0.5,
+        known_wrong=((4 * 512 * 512, _NO_BIAS), (16 * _PARAMS, _PER_HEAD),
+                     (2 * _PARAMS, _PER_HEAD)),
+        hint="Does any of the four matrices change shape when H doubles?"),
+    "ex08.cache_bytes": Prediction(
+        "cache_bytes", _cache_bytes(16), 0.5,
+        known_wrong=((_cache_bytes(16, factor=1), _KV_FACTOR),
+                     (_cache_bytes(16, itemsize=4), _FP16)),
+        hint="2 * layers * B * H_kv * T * dh * bytes per number."),
+    "ex08.gqa_bytes": Prediction(
+        "gqa_bytes", _cache_bytes(4), 0.5,
+        known_wrong=((_cache_bytes(16), "with grouped-query attention only the 4 K/V heads "
+                      "are cached, not the 16 query heads."),
+                     (_cache_bytes(4, factor=1), _KV_FACTOR)),
+        hint="Only H_kv changes: 16 -> 4."),
     "ex08.cache_read_out": Prediction(
         "cache_read_out", [25.0, 30.0], 1e-6,
         known_wrong=(([10.0, 15.0], UPPER_LEFT),),
