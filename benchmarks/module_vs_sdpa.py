@@ -17,8 +17,9 @@ hit all three alike; use a multiple of 3 repeats), the ratios of the medians
 ours / direct and ours / nn, and the same ratios of the fastest calls (``min``),
 which a busy machine disturbs less. Measured, never asserted in ``make test``.
 On a shared machine the ratios move by 10-20 per cent from run to run: read
-several runs. The module adds about 5 microseconds of Python checks per call to
-the same tensor operations as ``direct``.
+several runs. The module adds about 8-10 microseconds of Python checks per call to
+the same tensor operations as ``direct`` (thread CPU time at (1, 8, 32, 4)),
+under 0.05 per cent of the smallest call here.
 """
 
 from __future__ import annotations
