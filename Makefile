@@ -14,13 +14,14 @@ PYTEST_ARGS ?=
 # Extra flags for JupyterLab (tests pass --no-browser and a port).
 LAB_ARGS ?=
 
-.PHONY: env lab test test-pythons notebooks lint clean help course-release course-collect course-zip-collect \
+.PHONY: env lab test test-pythons notebooks slides lint clean help course-release course-collect course-zip-collect \
 	course-autograde course-feedback course-export course-check
 
 help:
 	@echo "make lab        create .venv if needed, open JupyterLab (127.0.0.1, token) at lesson 00"
 	@echo "make test       create .venv if needed, run every test and every notebook (strict nbval)"
 	@echo "make notebooks  re-execute the lessons in place (fresh kernel each) so outputs match the code"
+	@echo "make slides     one offline HTML slide deck per lesson in build/slides/ (needs npm once)"
 	@echo "make lint       ruff over src/ tests/ tools/"
 	@echo "make course-release    student notebooks from course/source (notebooks/exercises/, gradebook)"
 	@echo "make course-collect SUBMISSIONS=DIR   copy DIR/<student>/<assignment>/ into course/submitted"
@@ -92,6 +93,11 @@ course-export: $(STAMP)
 
 notebooks: $(STAMP)
 	$(BIN)/python tools/execute_notebooks.py
+
+# Static reveal.js decks, one per lesson, in build/slides/ (offline: reveal.js, MathJax and the
+# widget renderer are fetched once with npm into build/slides/vendor/). Open build/slides/*.html.
+slides: $(STAMP)
+	$(BIN)/python tools/slides.py --export build/slides
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests tools benchmarks

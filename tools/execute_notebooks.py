@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 import uuid
@@ -19,7 +20,11 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import slides  # noqa: E402  (tools/slides.py: the lessons' slide metadata, by rule)
+
 ROOT = Path(__file__).resolve().parents[1]
+LESSON = re.compile(r"^\d\d_.*\.ipynb$")
 
 
 def is_graded(nb) -> bool:
@@ -76,7 +81,8 @@ def execute(path: Path) -> float:
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     seconds = time.perf_counter() - start
-    nbformat.write(stable_widget_ids(merge_streams(nb), path.name), path)
+    nb = stable_widget_ids(merge_streams(nb), path.name)
+    nbformat.write(slides.apply(nb) if LESSON.match(path.name) else nb, path)  # slide metadata
     print(f"ran    {shown(path)} in {seconds:.1f} s")
     return seconds
 

@@ -8,8 +8,11 @@ stop blocking dialogs (kernel picker, news toast). Debian's Chromium
 downloaded. Every request a page makes is recorded so tests can assert that
 nothing leaves 127.0.0.1.
 
-Without /usr/bin/chromium or the playwright package these tests are skipped
-(.ci/run installs Chromium when it runs as root).
+Without /usr/bin/chromium or the playwright package these tests are skipped,
+and the end of the run says so and why; under CI (CI=true) the same condition
+fails every browser test instead (.ci/run installs Chromium when it runs as
+root). A failing browser test saves a screenshot of each page it had open in
+test-artifacts/browser/ (git-ignored); the report names the file.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -47,6 +51,8 @@ SETTINGS = {
         "fetchNews": "false", "checkForUpdates": False},
 }
 SERVER_START_SECONDS = 60
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+UNDER_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def _skip_reason() -> str | None:
@@ -61,10 +67,61 @@ def _skip_reason() -> str | None:
 
 def pytest_collection_modifyitems(config, items):
     reason = _skip_reason()
-    if reason:
+    if reason and not UNDER_CI:  # under CI, _browser_is_required fails them instead
         for item in items:
             if "browser" in item.keywords:
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(autouse=True)
+def _browser_is_required(request):
+    """Under CI a missing browser is a failure, never a skip."""
+    if UNDER_CI and "browser" in request.keywords:
+        reason = _skip_reason()
+        if reason:
+            pytest.fail(f"CI=true and the browser tests cannot run: {reason}", pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter):
+    reason = _skip_reason()
+    if reason and not UNDER_CI:
+        skipped = [r for r in terminalreporter.stats.get("skipped", [])
+                   if "browser" in getattr(r, "keywords", {})]
+        if skipped:
+            terminalreporter.write_line(
+                f"browser tests skipped ({len(skipped)}): {reason}", yellow=True)
+
+
+# -- screenshots of failing tests ------------------------------------------------
+_open_pages: list = []  # RecordedPage objects whose context is open
+_current_test = ["session"]
+
+
+def save_screenshot(page, label: str) -> Path | None:
+    """A screenshot of ``page`` in test-artifacts/browser/ (None if the page cannot take one)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / (re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_")[-150:] + ".png")
+    try:
+        page.screenshot(path=str(path), timeout=10_000)
+    except Exception:
+        return None
+    return path
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _current_test[0] = item.nodeid
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if report.failed and "browser" in item.keywords:
+        for index, recorded in enumerate(list(_open_pages)):
+            path = save_screenshot(recorded.page, f"{item.nodeid}-{report.when}-{index}")
+            if path:
+                report.sections.append(("screenshot", str(path.relative_to(ROOT))))
+    return report
 
 
 def _free_port() -> int:
@@ -88,6 +145,21 @@ class Lab:
 
     def __init__(self, base: str, token: str, root: Path):
         self.base, self.token, self.root = base, token, root
+
+    def stop_kernels(self, notebook: str | None = None) -> None:
+        """Shut down the kernel of ``notebook`` (a path under the served folder), or every
+        kernel when None: a lesson's kernel outlives its page."""
+        headers = {"Authorization": f"token {self.token}"}
+        with urllib.request.urlopen(urllib.request.Request(f"{self.base}/api/sessions",
+                                                           headers=headers), timeout=10) as r:
+            sessions = json.load(r)
+        for session in sessions:
+            if notebook is not None and session.get("path") != notebook:
+                continue
+            request = urllib.request.Request(f"{self.base}/api/kernels/{session['kernel']['id']}",
+                                             method="DELETE", headers=headers)
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(request, timeout=30).close()
 
     def url(self, notebook: str) -> str:
         """``notebook`` in a fresh, empty workspace (nothing restored from earlier tests)."""
@@ -296,9 +368,17 @@ def recorded_page(browser):
     """A fresh browser context (no shared cookies or storage) with one recorded page."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(30_000)
+    recorded = RecordedPage(context.new_page())
+    _open_pages.append(recorded)
     try:
-        yield RecordedPage(context.new_page())
+        yield recorded
+    except BaseException:  # also pytest.fail and pytest-timeout's failure
+        # A fixture's setup failed inside this block: the page closes before pytest
+        # reports, so take its picture now.
+        save_screenshot(recorded.page, f"{_current_test[0]}-setup-{len(_open_pages) - 1}")
+        raise
     finally:
+        _open_pages.remove(recorded)
         context.close()
 
 
