@@ -1,6 +1,6 @@
 """The package's SDPA path against calling SDPA directly, and against nn.MultiheadAttention.
 
-    .venv/bin/python benchmarks/module_vs_sdpa.py [--repeats 3]
+    .venv/bin/python benchmarks/module_vs_sdpa.py [--repeats 3] [--clock wall|cpu]
 
 For each (B, T, C, H), float32, ``torch.no_grad()``, forward only, self-attention:
 
@@ -16,10 +16,11 @@ order rotated each round, so that drift and the previous call's memory traffic
 hit all three alike; use a multiple of 3 repeats), the ratios of the medians
 ours / direct and ours / nn, and the same ratios of the fastest calls (``min``),
 which a busy machine disturbs less. Measured, never asserted in ``make test``.
-On a shared machine the ratios move by 10-20 per cent from run to run: read
-several runs. The module adds about 8-10 microseconds of Python checks per call to
-the same tensor operations as ``direct`` (thread CPU time at (1, 8, 32, 4)),
-under 0.05 per cent of the smallest call here.
+On a shared machine the wall-clock ratios move by 10-20 per cent from run to
+run: read several, or use ``--clock cpu`` (process CPU time, both threads).
+The module adds about 8-10 microseconds of Python checks per call to the same
+tensor operations as ``direct`` (thread CPU time at (1, 8, 32, 4)), under 0.05
+per cent of the smallest call here.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def direct(module: MultiHeadAttention, x: torch.Tensor, is_causal: bool) -> torc
     return module.out_proj(heads.transpose(1, 2).reshape(b, t, c))
 
 
-def measure(shape, is_causal: bool, repeats: int) -> dict[str, float]:
+def measure(shape, is_causal: bool, repeats: int, clock=time.perf_counter) -> dict[str, float]:
     b, t, c, h = shape
     torch.manual_seed(0)
     module = MultiHeadAttention(c, h, impl="sdpa").eval()
@@ -72,9 +73,9 @@ def measure(shape, is_causal: bool, repeats: int) -> dict[str, float]:
             # Rotate the order each round: the call after nn's large (T, T) float mask is freed
             # would otherwise always be ours, and pay for the cold memory.
             for name in names[r % 3:] + names[:r % 3]:
-                start = time.perf_counter()
+                start = clock()
                 calls[name]()
-                times[name].append(time.perf_counter() - start)
+                times[name].append(clock() - start)
     result = {name: statistics.median(ts) for name, ts in times.items()}
     result.update({f"{name}_min": min(ts) for name, ts in times.items()})
     result["max_abs_diff"] = worst
@@ -84,14 +85,17 @@ def measure(shape, is_causal: bool, repeats: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3, help="a multiple of 3")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="cpu: process CPU time, steadier when other jobs share the cores")
     args = parser.parse_args()
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, no_grad, "
-          f"forward, median of {args.repeats}")
+          f"forward, median of {args.repeats}, {args.clock} clock")
     print(f"{'(B, T, C, H)':>17} {'causal':>6} {'ours ms':>8} {'direct ms':>9} {'nn ms':>7} "
           f"{'ours/direct':>11} {'ours/nn':>7} {'min: o/d':>8} {'o/nn':>5} {'max|diff|':>9}")
     for shape in SHAPES:
         for is_causal in (False, True):
-            m = measure(shape, is_causal, args.repeats)
+            m = measure(shape, is_causal, args.repeats, clock)
             print(f"{str(shape):>17} {str(is_causal):>6} {1e3 * m['ours']:8.1f} "
                   f"{1e3 * m['direct']:9.1f} {1e3 * m['nn']:7.1f} "
                   f"{m['ours'] / m['direct']:11.3f} {m['ours'] / m['nn']:7.3f} "
