@@ -168,6 +168,14 @@ MISTAKES = {
         checks.check_cache_mask,
         lambda c, n: ~(np.arange(c + n)[None, :] > np.arange(c, c + n)[:, None]),
         "mask inverted", None),
+    "online softmax running sum not rescaled": (
+        checks.check_online_softmax,
+        lambda s, v, b: checks.memory._online(s, v, b, rescale=False),
+        "not rescaled when the maximum grows", None),
+    "online softmax without the max shift": (
+        checks.check_online_softmax,
+        lambda s, v, b: checks.memory._online(s, v, b, shift=False),
+        "softmax without the max shift", None),
     "transpose missing in weight transfer": (checks.check_weight_transfer, lambda w: w,
                                              "transpose missing in weight transfer", None),
 }
@@ -230,6 +238,9 @@ PREDICTION_MISTAKES = {
                                        "upper-left causal alignment in the cache"),
     "ex02.cross_shape transposed": ("ex02.cross_shape", (5, 3), "rows are queries"),
     "ex01.read_out plain average": ("ex01.read_out", [2 / 3, 2 / 3], "plain average"),
+    "ex09.score_bytes one row per position": ("ex09.score_bytes", 4 * 12 * 2048 * 4,
+                                               "T * T entries"),
+    "ex09.score_bytes_2t doubled": ("ex09.score_bytes_2t", 2 * 805306368, "doubling T"),
     "ex06.params_h8 without biases": ("ex06.params_h8", 1048576, "without the biases"),
     "ex06.params_h16 per head": ("ex06.params_h16", 16 * 1050624, "does not change the count"),
     "ex08.cache_bytes without K and V": ("ex08.cache_bytes", 402653184, "factor 2"),
@@ -252,6 +263,8 @@ def test_a_known_wrong_prediction_is_named(key):
     ("ex04.zeroed_after", [0.5, 0.0]), ("ex05.grad_075", [0.1875, -0.1875]),
     ("ex05.constant_upstream", [0.0, 0.0, 0.0]), ("ex08.cache_read_out", [25.0, 30.0]),
     ("ex06.params_h8", 1050624), ("ex06.params_h16", 1050624),
+    ("ex09.score_bytes", 805306368), ("ex09.score_bytes_2t", 3221225472),
+    ("ex09.raw_fits_fp16", False), ("ex09.scaled_fits_fp16", True),
     ("ex08.cache_bytes", 805306368), ("ex08.gqa_bytes", 201326592),
 ])
 def test_a_right_prediction_gets_one_line(question, value, capsys):
@@ -306,6 +319,7 @@ REFERENCES = {
     "merge_heads": (checks.check_merge_heads, mha.merge_heads),
     "cache_mask": (checks.check_cache_mask, checks.later.cache_mask_reference),
     "weight_transfer": (checks.check_weight_transfer, lambda w: w.T),
+    "online_softmax": (checks.check_online_softmax, lambda s, v, b: mha.softmax(s) @ v),
 }
 
 

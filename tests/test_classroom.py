@@ -160,6 +160,7 @@ STUDENTS = [
     ("all_correct", "ex05_softmax_backward", {}, None, 7),
     ("all_correct", "ex06_multi_head", {}, None, 5),
     ("all_correct", "ex08_kv_cache", {}, None, 5),
+    ("all_correct", "ex09_memory_speed_precision", {}, None, 6),
     ("partly_correct", M, PARTLY, None, 4),
     ("mask_after_softmax", M, {"masked_attention": MASK_AFTER_SOFTMAX}, None, 4),
     ("mask_inverted", M, {"causal": CAUSAL_INVERTED}, None, 5),
@@ -238,7 +239,7 @@ def test_max_scores_are_the_points_of_each_set(classroom):
     maxima = {r["assignment"]: float(r["max_score"]) for r in classroom["rows"]}
     assert maxima == {"ex01_weighted_sum": 6, "ex02_scores_and_softmax": 6, "ex03_scaling": 5,
                       "ex04_masks": 7, "ex05_softmax_backward": 7, "ex06_multi_head": 5,
-                      "ex08_kv_cache": 5}
+                      "ex08_kv_cache": 5, "ex09_memory_speed_precision": 6}
 
 
 def test_editing_a_locked_test_cell_does_not_raise_the_score(classroom):

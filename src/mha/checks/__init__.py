@@ -23,10 +23,10 @@ from __future__ import annotations
 import importlib
 import sys
 
-from . import _core, basics, later, masks_grads
+from . import _core, basics, later, masks_grads, memory
 
 if getattr(sys.modules[__name__], "_loaded_once", False):  # a reload: refresh the submodules
-    for _module in (_core, basics, masks_grads, later):
+    for _module in (_core, basics, masks_grads, later, memory):
         importlib.reload(_module)
 _loaded_once = True
 
@@ -46,8 +46,10 @@ from .masks_grads import (  # noqa: E402
     check_softmax_backward,
     check_to_sdpa,
 )
+from .memory import check_online_softmax  # noqa: E402
 
-PREDICTIONS = {**basics.PREDICTIONS, **masks_grads.PREDICTIONS, **later.PREDICTIONS}
+PREDICTIONS = {**basics.PREDICTIONS, **masks_grads.PREDICTIONS, **later.PREDICTIONS,
+               **memory.PREDICTIONS}
 
 __all__ = [
     "CheckFailed",
@@ -61,6 +63,7 @@ __all__ = [
     "check_inference",
     "check_masked_attention",
     "check_merge_heads",
+    "check_online_softmax",
     "check_read_out",
     "check_scores",
     "check_softmax",

@@ -1,0 +1,86 @@
+"""Checks for exercise set 09: the size of the score tensor, the online softmax, float16.
+
+The online softmax is the idea behind tiled (FlashAttention-style) attention: a row's
+softmax and read-out computed block by block over the keys, keeping only a running
+maximum, a running sum and a running output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..reference import softmax
+from ._core import Case, Mistake, Prediction, run_check
+
+
+def _reference(scores, values, block):
+    return softmax(np.asarray(scores, dtype=float)) @ values
+
+
+def _online(scores, values, block, rescale=True, shift=True):
+    """The online softmax with one step switched to a known mistake."""
+    m, total, out = -np.inf, 0.0, np.zeros(values.shape[-1])
+    for j in range(0, len(scores), block):
+        s, v = scores[j:j + block], values[j:j + block]
+        m_new = max(m, float(np.max(s))) if shift else 0.0
+        correction = np.exp(m - m_new) if (rescale and shift) else 1.0
+        e = np.exp(s - m_new)
+        total = total * correction + e.sum()
+        out = out * correction + e @ v
+        m = m_new
+    return out / total
+
+
+_rng = np.random.default_rng(9)
+_V6 = _rng.normal(size=(6, 2))
+
+ONLINE_CASES = (
+    Case("6 keys in blocks of 2, the maximum grows every block",
+         (np.array([0.0, 1.0, 2.0, 3.0, 4.0, 5.0]), _V6, 2)),
+    Case("5 keys in blocks of 2 (a short last block)", (_rng.normal(size=5), _V6[:5], 2)),
+    Case("one block holds every key", (np.array([1.0, -1.0, 0.5]), _V6[:3], 8)),
+    Case("blocks of 1", (np.array([2.0, 0.0, 1.0, 3.0]), _V6[:4], 1)),
+    Case("large scores in blocks of 2", (np.array([1000.0, 999.0, 1001.0, 998.0]), _V6[:4], 2)),
+)
+
+ONLINE_MISTAKES = (
+    Mistake("running sum not rescaled",
+            "the running sum and output are not rescaled when the maximum grows: multiply both "
+            "by exp(m_old - m_new) before adding the new block, or earlier blocks count too much.",
+            lambda s, v, b: _online(s, v, b, rescale=False)),
+    Mistake("softmax without the max shift",
+            "softmax without the max shift: exp(1000) overflows to inf and inf / inf is NaN; "
+            "keep a running maximum and subtract it before exp.",
+            lambda s, v, b: _online(s, v, b, shift=False)),
+)
+
+
+def check_online_softmax(answer, behaviour: str | None = None) -> str:
+    """``answer(scores (Tk,), values (Tk, dv), block) -> (dv,)``: softmax(scores) @ values,
+    computed one block of keys at a time."""
+    return run_check("online_softmax", answer, _reference, ONLINE_CASES, ONLINE_MISTAKES,
+                     behaviour)
+
+
+_SCORES_BYTES = 4 * 12 * 2048 * 2048 * 4  # (B, H, T, T) float32 at B = 4, H = 12, T = 2048
+_QUADRATIC = "the score tensor is (B, H, T, T): doubling T doubles both of its last two axes."
+
+PREDICTIONS = {
+    "ex09.score_bytes": Prediction(
+        "score_bytes", _SCORES_BYTES, 0.5,
+        known_wrong=((4 * 12 * 2048 * 4, "that is one row per position; the score tensor has "
+                      "T * T entries per head: (B, H, T, T)."),
+                     (_SCORES_BYTES // 4, "float32 takes 4 bytes a number; you counted "
+                      "numbers, not bytes.")),
+        hint="B * H * T * T numbers of 4 bytes."),
+    "ex09.score_bytes_2t": Prediction(
+        "score_bytes_2t", 4 * _SCORES_BYTES, 0.5,
+        known_wrong=((2 * _SCORES_BYTES, _QUADRATIC),),
+        hint="What happens to T * T when T doubles?"),
+    "ex09.raw_fits_fp16": Prediction(
+        "raw_score_fits_fp16", False,
+        hint="128 * 30 * 30 = 115200, and float16 stops at 65504."),
+    "ex09.scaled_fits_fp16": Prediction(
+        "scaled_first_fits_fp16", True,
+        hint="Scale q by 1/sqrt(128) first: 128 * (30 / sqrt(128)) * 30 is about 10182."),
+}
