@@ -20,10 +20,12 @@ checks              feedback for the graded exercises                 NumPy
 numerical           finite differences                                NumPy
 scaling             lesson 03's computations                          NumPy
 tiled               tiled (online-softmax) attention                  NumPy
-broken, checkup     reserved for lessons not yet written              (absent)
+broken              the classic mistakes, each a small named module   torch
+checkup             named invariance checks for any attention module  torch
 ==================  ================================================  ==========
 
-A reserved name whose module is not in this checkout raises ``AttributeError``;
+A name can be reserved in ``_LAZY`` before its module is written (marked
+``(absent)`` here); until then ``mha.<name>`` raises ``AttributeError``, and
 ``dir(mha)`` lists only the modules present.
 
 Masks everywhere in the package are boolean with **True = blocked**
