@@ -285,6 +285,13 @@ def test_refuses_key_padding_mask_of_the_wrong_shape():
         make()(*inputs(), key_padding_mask=torch.zeros(TK, B, dtype=torch.bool).T[:1])
 
 
+def test_a_4d_key_padding_mask_is_told_the_shape_key_padding_mask_takes():
+    padded_4d = torch.zeros(B, 1, 1, TK, dtype=torch.bool)  # broadcasts, but is not (B, Tk)
+    with pytest.raises(ValueError, match=r"key_padding_mask must be \(B, Tk\) = \(2, 5\) with "
+                                         r"True = padded; got shape \(2, 1, 1, 5\)"):
+        make()(*inputs(), key_padding_mask=padded_4d)
+
+
 def test_refuses_need_weights_with_sdpa():
     with pytest.raises(ValueError, match="SDPA does not return the attention weights"):
         make(impl="sdpa")(inputs()[0], need_weights=True)

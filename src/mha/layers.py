@@ -291,11 +291,14 @@ class MultiHeadAttention(nn.Module):
             parts.append(mask)
         if key_padding_mask is not None:
             b, _, _, t_k = shape
+            # The shape first: a (B, 1, 1, Tk) mask that broadcasts would otherwise get the
+            # generic broadcasting message, which sends the caller to key_padding_mask=.
+            given_shape = tuple(getattr(key_padding_mask, "shape", (b, t_k)))
+            if given_shape != (b, t_k):
+                raise ValueError(f"key_padding_mask must be (B, Tk) = {(b, t_k)} with True = "
+                                 f"padded; got shape {given_shape}.")
             pad = check_torch_mask(key_padding_mask, (b, t_k), "key_padding_mask", device,
                                    check_rows=False)
-            if tuple(pad.shape) != (b, t_k):
-                raise ValueError(f"key_padding_mask must be (B, Tk) = {(b, t_k)} with True = "
-                                 f"padded; got shape {tuple(pad.shape)}.")
             parts.append(masks.key_padding_to_4d(pad))  # (B, 1, 1, Tk)
         if is_causal:
             t_q, t_k = shape[-2:]
