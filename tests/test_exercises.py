@@ -168,10 +168,18 @@ def test_the_set_links_back_to_its_lesson(name):
         assert (ROOT / "notebooks" / link).exists(), link
 
 
-def test_strict_nbval_over_notebooks_does_not_collect_the_exercises():
+def test_strict_nbval_over_notebooks_does_not_collect_the_exercises(tmp_path):
+    """As `make test` runs it (`pytest notebooks --nbval`), on a copy holding one lesson and
+    the exercises folder, so that other notebooks in progress cannot disturb the test."""
+    import shutil
+
+    notebooks = tmp_path / "notebooks"
+    shutil.copytree(STUDENT, notebooks / "exercises")
+    shutil.copy(ROOT / "notebooks" / "01_weighted_sum.ipynb", notebooks)
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "--nbval", "notebooks", "--collect-only", "-q",
-         "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+         "-p", "no:cacheprovider", "--rootdir", str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "notebooks/0" in proc.stdout  # the lessons are collected
+    assert "notebooks/01_weighted_sum.ipynb::Cell 0" in proc.stdout  # the lesson is collected
     assert "exercises" not in proc.stdout
