@@ -1,0 +1,78 @@
+"""An exercise notebook as a student meets it in JupyterLab: fill one answer, run its
+visible test, read the feedback line.
+
+The stub's answer cell raises NotImplementedError; the student replaces the cell's
+code by typing, runs it (Shift+Enter), then runs the graded cell below it. The
+feedback lines come from mha.checks: "...: correct." or a line naming the mistake.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
+
+EXERCISE = "exercises/ex01_weighted_sum.ipynb"
+SETUP, ANSWER, TEST = 1, 7, 8  # cell indices: imports, predicted_read_out, its check
+
+
+@pytest.fixture
+def exercise_open(lab_server, open_recorded_page):
+    if not (lab_server.root / EXERCISE).is_file():
+        pytest.fail(f"notebooks/{EXERCISE} is missing")
+    with open_recorded_page() as lab_page:
+        try:
+            lab_page.open_notebook(lab_server, EXERCISE)
+            yield lab_page
+        finally:
+            lab_server.stop_kernels(EXERCISE)
+
+
+def cell(lab_page, index: int):
+    return lab_page.page.locator(".jp-Notebook .jp-Cell").nth(index)
+
+
+def run(lab_page, index: int) -> None:
+    """Click into cell ``index``, press Shift+Enter, wait until it has run."""
+    target = cell(lab_page, index)
+    target.locator(".jp-InputArea-editor").click()
+    lab_page.page.keyboard.press("Shift+Enter")
+    lab_page.wait_until(
+        lambda: re.fullmatch(r"\[\d+\]:", target.locator(".jp-InputPrompt").inner_text().strip()),
+        60, lambda: f"cell {index} did not run: {target.locator('.jp-InputPrompt').inner_text()}")
+    lab_page.wait_until_idle()
+
+
+def type_into(lab_page, index: int, code: str) -> None:
+    """Replace cell ``index``'s code by typing, as a student does."""
+    page = lab_page.page
+    cell(lab_page, index).locator(".jp-InputArea-editor").click()
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.press("Delete")
+    page.keyboard.type(code)
+
+
+def output_text(lab_page, index: int) -> str:
+    return "\n".join(cell(lab_page, index).locator(".jp-OutputArea-output").all_inner_texts())
+
+
+def test_a_filled_answer_gets_the_correct_feedback_line(exercise_open):
+    assert "predicted_read_out" in cell(exercise_open, ANSWER).inner_text()
+    run(exercise_open, SETUP)
+    type_into(exercise_open, ANSWER, "predicted_read_out = [0.75, 0.5]")
+    run(exercise_open, ANSWER)
+    run(exercise_open, TEST)
+    assert "read_out prediction: correct." in output_text(exercise_open, TEST)
+    assert exercise_open.outside_requests() == []
+
+
+def test_a_wrong_answer_gets_a_feedback_line_naming_the_mistake(exercise_open):
+    run(exercise_open, SETUP)
+    type_into(exercise_open, ANSWER, "predicted_read_out = [0.5, 0.5]")
+    run(exercise_open, ANSWER)
+    run(exercise_open, TEST)
+    feedback = output_text(exercise_open, TEST)
+    assert "read_out prediction: not this one; got [0.5, 0.5]" in feedback
+    assert "Multiply each value by its weight and add" in feedback
