@@ -121,3 +121,41 @@ def test_checkup_table_has_a_row_per_module_and_a_mark_per_check():
     assert lines[-2].split() == ["good"] + ["."] * len(CHECKS)
     marks = lines[-1].split()[1:]
     assert marks[list(CHECKS).index("loop over heads")] == "X" and marks.count("X") == 1
+
+
+# -- lesson 10's pictures (mha.plot.checkup) ----------------------------------------
+
+def _pictures():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from mha.plot import checkup as pictures
+
+    return pictures
+
+
+def test_checkup_grid_draws_pass_fail_and_skipped_and_outlines_the_expected_cell():
+    import matplotlib.pyplot as plt
+
+    reports = {"sdpa": checkup(MultiHeadAttention(8, 2, impl="sdpa")),
+               "scale": checkup(broken.BrokenScaleDModel(8, 2))}
+    ax, image = _pictures().checkup_grid(reports, {"scale": "loop over heads"})
+    values = image.get_array()
+    heads, rows = list(CHECKS).index("loop over heads"), list(CHECKS).index("rows sum to 1")
+    assert values[1, heads] == 0 and values[0, heads] == 1 and values.mask[0, rows]
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(CHECKS)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["sdpa", "scale"]
+    (outline,) = ax.patches
+    assert outline.get_xy() == (heads - 0.5, 0.5)
+    plt.close("all")
+
+
+def test_loss_curves_draws_each_curve_and_the_floor():
+    import matplotlib.pyplot as plt
+
+    ax, lines = _pictures().loss_curves({"a": [3.0, 2.0, 1.0], "b": [3.0, 2.5]}, floor=2.08)
+    assert [list(line.get_ydata()) for line in lines] == [[3.0, 2.0, 1.0], [3.0, 2.5]]
+    floor = [line for line in ax.get_lines() if line not in lines]
+    assert len(floor) == 1 and list(floor[0].get_ydata()) == [2.08, 2.08]
+    assert "2.08" in [t.get_text() for t in ax.get_legend().get_texts()][-1]
+    plt.close("all")
