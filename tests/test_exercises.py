@@ -13,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 from functools import cache
 from pathlib import Path
 
@@ -183,3 +184,94 @@ def test_strict_nbval_over_notebooks_does_not_collect_the_exercises(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "notebooks/01_weighted_sum.ipynb::Cell 0" in proc.stdout  # the lesson is collected
     assert "exercises" not in proc.stdout
+
+
+# -- the hidden tests alone reject every known mistake ------------------------------------------
+
+VISIBLE = re.compile(r'^checks\.(check_\w+)\((?:"([\w.]+)", )?(\w+)(?:, behaviour="(\w+)")?\)$',
+                     re.M)
+
+
+def graded_cell_table():
+    """(set, grade_id, check name, prediction key, answer name, behaviour, cell source)."""
+    rows = []
+    for path in SOURCES:
+        for cell in grade_cells(json.loads(path.read_text())):
+            source = "".join(cell["source"])
+            check, key, name, behaviour = VISIBLE.search(source).groups()
+            rows.append((path.stem, nbgrader_meta(cell)["grade_id"], check, key, name,
+                         behaviour, source))
+    return rows
+
+
+class NoOpChecks:
+    """What an answer cell that replaced every check with a no-op leaves behind."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def run_graded_cell_with_no_op_checks(source, name, answer, monkeypatch):
+    import importlib
+
+    import numpy as np
+
+    import mha
+
+    monkeypatch.setattr(importlib, "reload", lambda module: module)
+    namespace = {"np": np, "mha": mha, "checks": NoOpChecks(), name: answer}
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the mistakes overflow on purpose
+        exec(compile(source, "<graded cell>", "exec"), namespace)
+
+
+def rejecting_cells(check_name, answer, behaviour_of_mistake):
+    """The graded cells whose own check rejects ``answer``."""
+    from mha import checks
+
+    for row in graded_cell_table():
+        _, grade_id, check, key, name, behaviour, source = row
+        if check != check_name:
+            continue
+        try:
+            getattr(checks, check)(answer, behaviour=behaviour)
+        except AssertionError:
+            yield grade_id, name, source
+
+
+def passes_with_no_op_checks(source, name, answer, monkeypatch) -> bool:
+    try:
+        run_graded_cell_with_no_op_checks(source, name, answer, monkeypatch)
+    except AssertionError as err:
+        assert "a hidden test failed" in str(err), err
+        return False
+    return True
+
+
+def test_every_known_mistake_is_rejected_by_the_hidden_tests_alone(monkeypatch, capsys):
+    """An answer cell that disables the checks cannot turn a known mistake into points."""
+    from test_checks import MISTAKES
+
+    checked, gaps = 0, []
+    for mistake, (check, answer, _, _) in sorted(MISTAKES.items()):
+        for grade_id, name, source in rejecting_cells(check.__name__, answer, None):
+            if passes_with_no_op_checks(source, name, answer, monkeypatch):
+                gaps.append(f"{grade_id}: {mistake}")
+            checked += 1
+    assert not gaps, gaps
+    assert checked >= 30
+
+
+def test_every_known_wrong_prediction_is_rejected_by_the_hidden_tests_alone(monkeypatch):
+    from mha import checks
+
+    checked, gaps = 0, []
+    for _, grade_id, check, key, name, _, source in graded_cell_table():
+        if check != "check_answer":
+            continue
+        for value in [value for value, _ in checks.PREDICTIONS[key].known_wrong] + [None]:
+            if passes_with_no_op_checks(source, name, value, monkeypatch):
+                gaps.append(f"{grade_id}: {value!r}")
+            checked += 1
+    assert not gaps, gaps
+    assert checked >= 15
