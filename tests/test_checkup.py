@@ -123,6 +123,40 @@ def test_checkup_table_has_a_row_per_module_and_a_mark_per_check():
     assert marks[list(CHECKS).index("loop over heads")] == "X" and marks.count("X") == 1
 
 
+
+@pytest.mark.parametrize(("kw", "name"), [({"batch": 1}, "batch"), ({"length": 2}, "length"),
+                                          ({"batch": 2.0}, "batch")])
+def test_checkup_refuses_sizes_too_small_for_its_checks(kw, name):
+    with pytest.raises(ValueError, match=f"{name} must be an int >= "):
+        checkup(MultiHeadAttention(8, 2), **kw)
+
+
+def test_checkup_refuses_a_module_without_the_package_attributes():
+    with pytest.raises(TypeError, match="needs an nn.Module with d_model and n_heads"):
+        checkup(nn.Linear(8, 8))
+
+
+def test_checkup_refuses_a_module_it_cannot_call_and_says_how_to_wrap_it():
+    class OtherCall(nn.Module):
+        d_model, n_heads = 8, 2
+
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x, mask=None):
+            return self.lin(x), None
+
+    with pytest.raises(TypeError, match="could not call the module.*checkup.Adapter"):
+        checkup(OtherCall())
+
+
+def test_checkup_refuses_a_module_that_returns_a_bare_tensor():
+    module = MultiHeadAttention(8, 2)
+    adapter = Adapter(module, 8, 2, lambda x, *rest: module(x)[0])
+    with pytest.raises(TypeError, match=r"must return \(out, weights or None\); got Tensor"):
+        checkup(adapter)
+
 # -- lesson 10's pictures (mha.plot.checkup) ----------------------------------------
 
 def _pictures():

@@ -114,12 +114,39 @@ def qkv_adapter(module, batch_first: bool | None = None) -> Adapter:
 
 
 def adapt(module) -> Adapter:
-    """An :class:`Adapter` for ``module``: itself, :func:`qkv_adapter` or the package call."""
+    """An :class:`Adapter` for ``module``: itself, :func:`qkv_adapter` or the package call.
+
+    Refuses (``TypeError``) anything but an ``nn.Module`` with ``d_model`` and
+    ``n_heads`` attributes, an ``nn.MultiheadAttention``, or an :class:`Adapter`.
+    """
     if isinstance(module, Adapter):
         return module
     if isinstance(module, nn.MultiheadAttention):
         return qkv_adapter(module)
+    if not isinstance(module, nn.Module) or not hasattr(module, "d_model") \
+            or not hasattr(module, "n_heads"):
+        raise TypeError(f"checkup needs an nn.Module with d_model and n_heads (the package's "
+                        f"call), an nn.MultiheadAttention, or a checkup.Adapter; got "
+                        f"{type(module).__name__}. Wrap other modules in "
+                        "Adapter(module, d_model, n_heads, run).")
     return package_adapter(module)
+
+
+def _probe(a: Adapter, x) -> None:
+    """Refuse a module the adapter cannot call, before any check runs."""
+    try:
+        result = a.run(x, False, None, False)
+    except TypeError as err:
+        raise TypeError(f"checkup could not call the module as run(x, causal, "
+                        f"key_padding_mask, need_weights): {err}. Wrap it in "
+                        "checkup.Adapter(module, d_model, n_heads, run) with a run that "
+                        "calls it.") from err
+    if not (isinstance(result, tuple | list) and len(result) == 2):
+        raise TypeError(f"the module must return (out, weights or None); got "
+                        f"{type(result).__name__}.")
+    if tuple(result[0].shape) != tuple(x.shape):
+        raise ValueError(f"the module returned out of shape {tuple(result[0].shape)} for x of "
+                         f"shape {tuple(x.shape)}; the check-up needs (B, T, C) in and out.")
 
 
 @dataclass(frozen=True)
@@ -280,7 +307,15 @@ def checkup(module, *, batch: int = 5, length: int = 5, seed: int = 0,
     ``(B, Tk)`` mask broadcast as ``(Tq, Tk)`` silently, as it would in a
     learner's run; a check whose call raises fails and shows the error.
     ``atol``: 1e-5 for float32, 1e-10 for float64 by default.
+
+    Refuses ``batch < 2`` or ``length < 3`` (``ValueError``), a module
+    :func:`adapt` cannot wrap, and one whose first plain call raises
+    ``TypeError``, returns no ``(out, weights)`` pair, or changes the shape
+    (refused before any check, naming what it got).
     """
+    for name, value, least in (("batch", batch, 2), ("length", length, 3)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name} must be an int >= {least}; got {value!r}.")
     a = adapt(module)
     dtype = next(a.module.parameters()).dtype
     atol = (1e-10 if dtype == torch.float64 else 1e-5) if atol is None else atol
@@ -295,6 +330,7 @@ def checkup(module, *, batch: int = 5, length: int = 5, seed: int = 0,
         torch.manual_seed(seed)
         a.module.eval()
         try:
+            _probe(a, x)
             for name, check in _run_checks(a, x, pad, x_other, atol).items():
                 try:
                     passed, detail = check()
