@@ -26,7 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = Path(sys.executable).parents[1]
-CELL_TIMEOUT = 5  # seconds before nbgrader interrupts a cell (the infinite loop)
+CELL_TIMEOUT = 10  # seconds before nbgrader interrupts a cell (the infinite loop)
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -175,6 +175,8 @@ STUDENTS = [
     ("edits_locked_cell", M, PARTLY, edit_locked_tests, 4),
     ("deletes_cells", M, {}, delete_cells, 5),
     ("tampers_with_checks", M, PARTLY, tamper_first_answer, 4),
+    ("tampers_and_masks_after_softmax", M, {"masked_attention": MASK_AFTER_SOFTMAX},
+     tamper_first_answer, 4),
 ]
 
 
@@ -248,6 +250,8 @@ def test_editing_a_locked_test_cell_does_not_raise_the_score(classroom):
 
 def test_replacing_the_checking_functions_does_not_raise_the_score(classroom):
     assert score_of(classroom, "tampers_with_checks", M) == score_of(classroom, "partly_correct", M)
+    assert score_of(classroom, "tampers_and_masks_after_softmax", M) == score_of(
+        classroom, "mask_after_softmax", M)
 
 
 def test_every_submission_has_a_feedback_file(classroom):
