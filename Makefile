@@ -30,6 +30,7 @@ help:
 	@echo "make course-feedback   feedback HTML in course/feedback/ (hidden tests cleared)"
 	@echo "make course-export     grades to course/grades.csv (GRADES_CSV=path to change)"
 	@echo "make test-pythons  make test on each of PYTHONS, one venv each under .venvs/"
+	@echo "make bench     time the series, attention paths, tiled memory, widgets; report in benchmarks/results/"
 
 env: $(STAMP)
 
@@ -101,6 +102,14 @@ slides: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests tools benchmarks
+
+# Benchmarks (issue 11, benchmarks/run.py): under 10 minutes on a 2-core machine; writes
+# benchmarks/results/<UTC date>.md with .json and figures beside it, and prints which
+# budgets hold. BENCH_ARGS="--check" exits non-zero when one does not.
+BENCH_ARGS ?=
+.PHONY: bench
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 # The whole suite on several Pythons, each in its own venv under .venvs/ (by hand, not in CI):
 #   make test-pythons PYTHONS="python3.10 python3.13"
