@@ -36,7 +36,8 @@ import pytest
 from lab_server import stop as stop_lab
 
 ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = Path("/usr/bin/chromium")
+# MHA_CHROMIUM only lets tests/test_browser_gate.py point at a missing browser.
+CHROMIUM = Path(os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
@@ -67,19 +68,10 @@ def _skip_reason() -> str | None:
 
 def pytest_collection_modifyitems(config, items):
     reason = _skip_reason()
-    if reason and not UNDER_CI:  # under CI, _browser_is_required fails them instead
+    if reason and not UNDER_CI:  # under CI, pytest_runtest_setup fails them instead
         for item in items:
             if "browser" in item.keywords:
                 item.add_marker(pytest.mark.skip(reason=reason))
-
-
-@pytest.fixture(autouse=True)
-def _browser_is_required(request):
-    """Under CI a missing browser is a failure, never a skip."""
-    if UNDER_CI and "browser" in request.keywords:
-        reason = _skip_reason()
-        if reason:
-            pytest.fail(f"CI=true and the browser tests cannot run: {reason}", pytrace=False)
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -110,7 +102,13 @@ def save_screenshot(page, label: str) -> Path | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
+    """Remember the test's name (screenshots); under CI a missing browser is a failure,
+    never a skip (checked before any fixture starts JupyterLab or Chromium)."""
     _current_test[0] = item.nodeid
+    if UNDER_CI and "browser" in item.keywords:
+        reason = _skip_reason()
+        if reason:
+            pytest.fail(f"CI=true and the browser tests cannot run: {reason}", pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)
