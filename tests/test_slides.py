@@ -82,6 +82,20 @@ def test_apply_twice_changes_nothing():
     assert nbformat.writes(slides.apply(nbformat.reads(once, as_version=4))) == once
 
 
+# -- the presenter -----------------------------------------------------------------
+
+def test_jupyterlab_rise_is_a_learner_dependency_and_its_lab_extension_is_installed():
+    """`make lab` installs the learner's dependencies, so RISE comes with it."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert any(d.startswith("jupyterlab-rise") for d in deps)
+    extension = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "jupyterlab-rise"
+    assert (extension / "package.json").is_file(), f"{extension} is missing"
+
+
 # -- the lessons ---------------------------------------------------------------
 
 @pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
