@@ -22,15 +22,22 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"
 
 
 def cpu_model() -> str:
-    """The CPU's model name from /proc/cpuinfo (Linux), else what platform reports."""
+    """The CPU's model name, family and model from /proc/cpuinfo (Linux), else platform's."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                key, _, value = line.partition(":")
+                if not line.strip():
+                    break  # the first processor is enough
+                fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    if "model name" not in fields:
+        return platform.processor() or platform.machine()
+    family = f" (family {fields['cpu family']}, model {fields.get('model', '?')})" \
+        if "cpu family" in fields else ""
+    return fields["model name"] + family
 
 
 def load_average() -> list[float] | None:
@@ -76,9 +83,10 @@ def describe() -> dict:
 
 def one_line(machine: dict) -> str:
     """The description as one line, for a figure's footer."""
+    blas = max(machine["blas_threads"].values(), default="?")
     return (f"{machine['cpu']}, {machine['cores']} cores, torch {machine['torch']} "
-            f"({machine['torch_threads']} threads), NumPy {machine['numpy']}, "
-            f"Python {machine['python']}")
+            f"({machine['torch_threads']} threads), NumPy {machine['numpy']} "
+            f"({blas} BLAS threads), Python {machine['python']}")
 
 
 def _median_seconds(fn, repeats: int) -> float:

@@ -162,6 +162,9 @@ def main(argv=None) -> int:
             f"(limit {b['limit']}, {b['margin']})")
     missed = sum(not b["held"] for b in results["budgets"])
     say(f"{len(results['budgets']) - missed} of {len(results['budgets'])} budgets hold")
+    say("\nheadline:")
+    for line in report.headline(results):
+        say(f"  {line}")
     paths = report.write(results, args.out, args.stem or now.strftime("%Y-%m-%d_%H%M"))
     say(f"report: {paths['md']}  ({results['elapsed_seconds']:.0f} s)")
     return budgets.exit_code(results["budgets"], args.check)
