@@ -178,6 +178,12 @@ MISTAKES = {
         "softmax without the max shift", None),
     "transpose missing in weight transfer": (checks.check_weight_transfer, lambda w: w,
                                              "transpose missing in weight transfer", None),
+    "in_proj_weight chunks not transposed": (
+        checks.check_unpack_in_proj, lambda w: tuple(np.split(w, 3)),
+        "transpose missing in weight transfer", None),
+    "in_proj_weight split along the wrong axis": (
+        checks.check_unpack_in_proj, lambda w: tuple(c.T for c in np.split(w, 3, axis=1)),
+        "stacks W_Q, W_K and W_V by rows", None),
 }
 
 
@@ -212,6 +218,56 @@ def test_dropout_left_on_at_inference_is_named():
     layer.train()  # the mistake: evaluating in training mode
     with pytest.raises(AssertionError, match="dropout left on at inference"):
         checks.check_inference(lambda inp: layer(inp).detach(), x, expected)
+
+
+def dropout_modules():
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    class Right(torch.nn.Module):
+        def __init__(self, p):
+            super().__init__()
+            self.p = p
+
+        def forward(self, q, k, v):
+            p = self.p if self.training else 0.0
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=p)
+
+    class LeftOn(Right):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=self.p)
+
+    class NeverOn(Right):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v)
+
+    return Right, LeftOn, NeverOn
+
+
+def test_a_dropout_module_left_on_at_inference_is_named():
+    _, left_on, _ = dropout_modules()
+    message = failure(checks.check_dropout_module, left_on, behaviour="inference")
+    assert "dropout left on at inference" in message and one_sentence(message)
+
+
+def test_a_dropout_module_that_never_drops_is_named():
+    _, _, never_on = dropout_modules()
+    message = failure(checks.check_dropout_module, never_on, behaviour="training")
+    assert "dropout is never applied" in message and one_sentence(message)
+
+
+def test_a_right_dropout_module_gets_one_line(capsys):
+    right, _, _ = dropout_modules()
+    checks.check_dropout_module(right)
+    assert capsys.readouterr().out == "dropout_module: correct in eval and train mode.\n"
+
+
+def test_a_dropout_module_stub_is_not_attempted_yet():
+    def stub(p):
+        raise NotImplementedError()
+
+    with pytest.raises(checks.NotAttempted, match="not attempted yet"):
+        checks.check_dropout_module(stub, behaviour="inference")
 
 
 def test_inference_in_eval_mode_passes(capsys):
@@ -320,6 +376,8 @@ REFERENCES = {
     "cache_mask": (checks.check_cache_mask, checks.later.cache_mask_reference),
     "weight_transfer": (checks.check_weight_transfer, lambda w: w.T),
     "online_softmax": (checks.check_online_softmax, lambda s, v, b: mha.softmax(s) @ v),
+    "unpack_in_proj": (checks.check_unpack_in_proj,
+                       lambda w: tuple(c.T for c in np.split(w, 3))),
 }
 
 

@@ -241,6 +241,7 @@ def test_max_scores_are_the_points_of_each_set(classroom):
     maxima = {r["assignment"]: float(r["max_score"]) for r in classroom["rows"]}
     assert maxima == {"ex01_weighted_sum": 6, "ex02_scores_and_softmax": 6, "ex03_scaling": 5,
                       "ex04_masks": 7, "ex05_softmax_backward": 7, "ex06_multi_head": 5,
+                      "ex07_matching_pytorch": 6,
                       "ex08_kv_cache": 5, "ex09_memory_speed_precision": 6}
 
 
@@ -291,8 +292,9 @@ def test_a_failed_hidden_test_says_so_in_the_feedback(classroom):
 
 
 def test_autograde_takes_seconds_per_submission(classroom):
-    """A class of 30 takes minutes: well under 15 s a submission on 2 cores."""
-    assert classroom["per_submission"] < 15
+    """A class of 30 takes minutes, not hours: under 30 s a submission even on a busy 2-core
+    machine (measured here: 2.3 s at low load, 6.5 s at a load average of 10)."""
+    assert classroom["per_submission"] < 30
 
 
 # -- submissions downloaded from an LMS: nbgrader zip_collect ---------------------------------

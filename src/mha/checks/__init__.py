@@ -23,10 +23,10 @@ from __future__ import annotations
 import importlib
 import sys
 
-from . import _core, basics, later, masks_grads, memory
+from . import _core, basics, later, masks_grads, memory, pytorch
 
 if getattr(sys.modules[__name__], "_loaded_once", False):  # a reload: refresh the submodules
-    for _module in (_core, basics, masks_grads, later, memory):
+    for _module in (_core, basics, masks_grads, later, memory, pytorch):
         importlib.reload(_module)
 _loaded_once = True
 
@@ -47,6 +47,7 @@ from .masks_grads import (  # noqa: E402
     check_to_sdpa,
 )
 from .memory import check_online_softmax  # noqa: E402
+from .pytorch import check_dropout_module, check_unpack_in_proj  # noqa: E402
 
 PREDICTIONS = {**basics.PREDICTIONS, **masks_grads.PREDICTIONS, **later.PREDICTIONS,
                **memory.PREDICTIONS}
@@ -59,6 +60,7 @@ __all__ = [
     "check_attention_backward",
     "check_cache_mask",
     "check_causal_mask",
+    "check_dropout_module",
     "check_head_scores",
     "check_inference",
     "check_masked_attention",
@@ -70,6 +72,7 @@ __all__ = [
     "check_softmax_backward",
     "check_split_heads",
     "check_to_sdpa",
+    "check_unpack_in_proj",
     "check_weight_transfer",
 ]
 
