@@ -82,12 +82,16 @@ def make_calls(shape, is_causal: bool, backward: bool, seed: int = 0) -> dict:
     return calls
 
 
-def measure(shape, is_causal: bool, backward: bool, repeats: int) -> dict:
+def measure(shape, is_causal: bool, backward: bool, repeats: int,
+            max_seconds: float | None = None) -> dict:
     """Median seconds per path, the ratio of each median to ``sdpa``'s, GFLOP/s.
 
-    The torch paths get one warm-up call, then ``repeats`` interleaved calls in an
-    order rotated each round. ``numpy`` is timed once, after them: one call takes
-    seconds at T = 4096 and NumPy has no lazy set-up for a warm-up to absorb.
+    The torch paths get one warm-up call, then ``repeats`` interleaved rounds of
+    calls in an order rotated each round; with ``max_seconds``, no new round starts
+    once the rounds have taken that long and at least three are done (so a busy
+    machine keeps ``make bench`` bounded; the row records the rounds run).
+    ``numpy`` is timed once, after them: one call takes seconds at T = 4096 and
+    NumPy has no lazy set-up for a warm-up to absorb.
     ``max_abs_diff`` (forward only): the largest |difference| of any path's output
     from ``sdpa``'s, from the warm-up calls.
     """
@@ -97,7 +101,10 @@ def measure(shape, is_causal: bool, backward: bool, repeats: int) -> dict:
     times = {name: [] for name in names}
     with torch.set_grad_enabled(backward):
         outs = {name: call() for name, call in calls.items()}  # warm-up
+        begin = time.perf_counter()
         for r in range(repeats):
+            if max_seconds is not None and r >= 3 and time.perf_counter() - begin > max_seconds:
+                break
             for name in names[r % len(names):] + names[:r % len(names)]:
                 start = time.perf_counter()
                 calls[name]()
@@ -109,7 +116,8 @@ def measure(shape, is_causal: bool, backward: bool, repeats: int) -> dict:
     seconds = {name: statistics.median(times[name]) for name in PATHS if name in times}
     count = flops(shape, is_causal, backward)
     row = {
-        "shape": list(shape), "causal": is_causal, "pass": PASSES[backward], "repeats": repeats,
+        "shape": list(shape), "causal": is_causal, "pass": PASSES[backward],
+        "repeats": len(times["sdpa"]),
         "seconds": seconds, "min_seconds": {name: min(times[name]) for name in seconds},
         "ratio": {name: s / seconds["sdpa"] for name, s in seconds.items()},
         "flops": count, "gflops": {name: count / s / 1e9 for name, s in seconds.items()},
@@ -120,13 +128,13 @@ def measure(shape, is_causal: bool, backward: bool, repeats: int) -> dict:
     return row
 
 
-def run(shapes=SHAPES, repeats: int = 5, progress=print) -> list[dict]:
-    """Every shape, causal and not, forward and forward+backward."""
+def run(shapes=SHAPES, repeats: int = 5, progress=print, max_seconds: float | None = None):
+    """Every shape, causal and not, forward and forward+backward: a list of rows."""
     rows = []
     for shape in shapes:
         for is_causal in (False, True):
             for backward in (False, True):
-                rows.append(measure(shape, is_causal, backward, repeats))
+                rows.append(measure(shape, is_causal, backward, repeats, max_seconds))
                 progress(format_row(rows[-1]))
     return rows
 
@@ -134,7 +142,7 @@ def run(shapes=SHAPES, repeats: int = 5, progress=print) -> list[dict]:
 def format_row(row: dict) -> str:
     ratios = "  ".join(f"{n} {row['ratio'][n]:5.2f}x" for n in PATHS if n in row["ratio"])
     return (f"{str(tuple(row['shape'])):>17} causal={str(row['causal']):5} {row['pass']:16} "
-            f"sdpa {1e3 * row['seconds']['sdpa']:7.1f} ms  {ratios}")
+            f"x{row['repeats']} sdpa {1e3 * row['seconds']['sdpa']:7.1f} ms  {ratios}")
 
 
 def main() -> None:

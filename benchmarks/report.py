@@ -102,6 +102,11 @@ def series_figure(results: dict, path: Path) -> str:
     return _save(fig, path)
 
 
+def _repeats(rows: list[dict]) -> str:
+    low, high = min(r["repeats"] for r in rows), max(r["repeats"] for r in rows)
+    return str(low) if low == high else f"{low} to {high} (the `x` column)"
+
+
 def _table(header: list[str], rows: list[list]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return lines + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
@@ -192,16 +197,16 @@ def markdown(results: dict, figures: dict[str, str]) -> str:
     if "attention" in results:
         out += ["", "## 2. Attention implementations", "",
                 "float32, same weights, self-attention; median of "
-                f"{results['attention'][0]['repeats']} interleaved calls after a warm-up "
+                f"{_repeats(results['attention'])} interleaved calls after a warm-up "
                 "(NumPy: one call); ratio = time / SDPA's time in the same run. "
                 "`package, fastest calls`: the ratio of the fastest calls instead of the medians, "
                 "which a busy machine disturbs less. "
-                "`max|diff|`: largest forward difference from SDPA's output.", ""]
-        out += _table(["(B, T, C, H)", "causal", "pass", "SDPA ms",
+                "`max abs diff`: largest forward difference from SDPA's output.", ""]
+        out += _table(["(B, T, C, H)", "causal", "pass", "x", "SDPA ms",
                        *[LABELS[n] for n in PATHS if n != "sdpa"], "package, fastest calls",
-                       "max|diff|"],
+                       "max abs diff"],
                       [[str(tuple(r["shape"])), "yes" if r["causal"] else "no", r["pass"],
-                        f"{1e3 * r['seconds']['sdpa']:.1f}",
+                        r["repeats"], f"{1e3 * r['seconds']['sdpa']:.1f}",
                         *[f"{r['ratio'][n]:.2f}x" if n in r["ratio"] else "n/a"
                           for n in PATHS if n != "sdpa"],
                         f"{r['min_seconds']['package'] / r['min_seconds']['sdpa']:.2f}x",

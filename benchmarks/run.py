@@ -97,6 +97,8 @@ def parse(argv):
     p.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat (for tests)")
     p.add_argument("--only", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     p.add_argument("--repeats", type=int, default=None, help="timed calls per path (default 5)")
+    p.add_argument("--max-seconds", type=float, default=15.0,
+                   help="attention: no new round after this long per row, once 3 are done")
     p.add_argument("--notebooks", nargs="*", default=None,
                    help="notebooks to time (default: the whole series; none with --smoke)")
     p.add_argument("--out", type=Path, default=HERE / "results")
@@ -132,7 +134,7 @@ def main(argv=None) -> int:
         results["load_average"]["after series"] = machine.load_average()
     if section(2, "attention", "attention implementations, ratio to SDPA"):
         shapes = SMOKE["shapes"] if args.smoke else attention_paths.SHAPES
-        results["attention"] = attention_paths.run(shapes, repeats, say)
+        results["attention"] = attention_paths.run(shapes, repeats, say, args.max_seconds)
         results["load_average"]["after attention"] = machine.load_average()
     if section(3, "tiled", "tiled attention memory against the plain path"):
         results["tiled"] = tiled_rows(SMOKE["tiled_t"] if args.smoke else TILED_T)

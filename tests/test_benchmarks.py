@@ -155,3 +155,13 @@ def test_forward_and_backward_count_three_forwards():
     shape = (1, 4, 8, 2)
     assert attention_paths.flops(shape, False, backward=True) == 3 * attention_paths.flops(
         shape, False)
+
+
+def test_a_time_limit_stops_the_rounds_after_three():
+    row = attention_paths.measure((1, 8, 8, 2), False, False, repeats=6, max_seconds=0.0)
+    assert row["repeats"] == 3
+
+
+def test_without_a_time_limit_every_round_runs():
+    row = attention_paths.measure((1, 8, 8, 2), False, False, repeats=4)
+    assert row["repeats"] == 4
