@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 from attention_paths import PASSES, PATHS
@@ -20,7 +21,9 @@ COLOURS = {"numpy": "tab:brown", "manual": "tab:orange", "package": "tab:blue",
 def _footer(fig: Figure, results: dict) -> None:
     load = results.get("load_average", {}).get("start")
     text = one_line(results["machine"]) + (f"; load average at start {load[0]}" if load else "")
-    fig.text(0.01, 0.01, f"{results['date']}  {text}", fontsize=6.5, color="0.3")
+    width = int(fig.get_figwidth() * 19)  # characters of 6.5 pt text per line
+    fig.text(0.01, 0.01, textwrap.fill(f"{results['date']}  {text}", width), fontsize=6.5,
+             color="0.3")
 
 
 def _save(fig: Figure, path: Path) -> str:
@@ -73,7 +76,7 @@ def memory_figure(results: dict, path: Path) -> str:
     ax.set_ylabel("peak extra memory, MiB (tracemalloc)")
     ax.legend(fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
-    fig.subplots_adjust(left=0.12, right=0.98, top=0.95, bottom=0.2)
+    fig.subplots_adjust(left=0.12, right=0.98, top=0.95, bottom=0.22)
     _footer(fig, results)
     return _save(fig, path)
 
