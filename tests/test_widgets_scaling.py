@@ -135,7 +135,15 @@ def test_gradient_curves_are_the_state_norms_at_each_width(explorer):
         explorer.divide_box.value = divide
         for d_k, drawn in zip(explorer.D_K_OPTIONS, explorer.curves[divide], strict=True):
             explorer.d_k_slider.value = d_k
-            assert drawn == pytest.approx(max(explorer.state["jacobian_norm"], 1e-12))
+            assert drawn == pytest.approx(max(explorer.state["jacobian_norm"], explorer.FLOOR))
+
+
+def test_every_gradient_size_of_the_default_sample_is_drawn_above_the_floor(explorer):
+    """No point of the stored picture is lifted to the axis floor: the undivided norm at
+    d_k = 1024 (about 4e-16) is drawn at its value, not at the floor."""
+    drawn = np.concatenate([explorer.curves[False], explorer.curves[True]])
+    assert drawn.min() > explorer.FLOOR
+    assert explorer.ax_grad.get_ylim()[0] < explorer.FLOOR
 
 
 @pytest.mark.parametrize(("d_k", "divide"), [(4, False), (64, True), (1024, False)])
