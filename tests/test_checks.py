@@ -176,6 +176,10 @@ MISTAKES = {
         checks.check_online_softmax,
         lambda s, v, b: checks.memory._online(s, v, b, shift=False),
         "softmax without the max shift", None),
+    "causality test that compares every position": (
+        checks.check_leak_test, lambda model, x: True, "flags a correct causal head", None),
+    "causality test that never flags": (
+        checks.check_leak_test, lambda model, x: False, "never flags a leak", None),
     "transpose missing in weight transfer": (checks.check_weight_transfer, lambda w: w,
                                              "transpose missing in weight transfer", None),
     "in_proj_weight chunks not transposed": (
@@ -297,6 +301,10 @@ PREDICTION_MISTAKES = {
     "ex09.score_bytes one row per position": ("ex09.score_bytes", 4 * 12 * 2048 * 4,
                                                "T * T entries"),
     "ex09.score_bytes_2t doubled": ("ex09.score_bytes_2t", 2 * 805306368, "doubling T"),
+    "ex10.rows_sum_below_one as dropout": ("ex10.rows_sum_below_one", "e",
+                                           "dropout left on at inference"),
+    "ex10.early_outputs_move as an inverted mask": ("ex10.early_outputs_move", " B ",
+                                                    "inverted mask"),
     "ex06.params_h8 without biases": ("ex06.params_h8", 1048576, "without the biases"),
     "ex06.params_h16 per head": ("ex06.params_h16", 16 * 1050624, "does not change the count"),
     "ex08.cache_bytes without K and V": ("ex08.cache_bytes", 402653184, "factor 2"),
@@ -321,12 +329,26 @@ def test_a_known_wrong_prediction_is_named(key):
     ("ex06.params_h8", 1050624), ("ex06.params_h16", 1050624),
     ("ex09.score_bytes", 805306368), ("ex09.score_bytes_2t", 3221225472),
     ("ex09.raw_fits_fp16", False), ("ex09.scaled_fits_fp16", True),
+    ("ex10.rows_sum_below_one", "a"), ("ex10.eval_calls_differ", "E"),
+    ("ex10.flatter_with_heads", "d"), ("ex10.early_outputs_move", "c"),
     ("ex08.cache_bytes", 805306368), ("ex08.gqa_bytes", 201326592),
 ])
 def test_a_right_prediction_gets_one_line(question, value, capsys):
     checks.check_answer(question, value)
     out = capsys.readouterr().out
     assert out.endswith("correct.\n") and out.count("\n") == 1, out
+
+
+def test_a_multiple_choice_question_refuses_a_non_letter():
+    with pytest.raises(AssertionError, match="a letter in quotes"):
+        checks.check_answer("ex10.rows_sum_below_one", 1)
+
+
+def test_the_leak_test_models_are_what_they_claim():
+    d = checks.debugging
+    assert [d.leaks_future_reference(m, d._X) for m in
+            (d.causal_model, d.unmasked_model, d.past_blocked_model, d.view_split_model)] == [
+        False, True, True, True]
 
 
 def test_a_prediction_left_as_none_is_not_attempted():
@@ -376,6 +398,7 @@ REFERENCES = {
     "cache_mask": (checks.check_cache_mask, checks.later.cache_mask_reference),
     "weight_transfer": (checks.check_weight_transfer, lambda w: w.T),
     "online_softmax": (checks.check_online_softmax, lambda s, v, b: mha.softmax(s) @ v),
+    "leak_test": (checks.check_leak_test, checks.debugging.leaks_future_reference),
     "unpack_in_proj": (checks.check_unpack_in_proj,
                        lambda w: tuple(c.T for c in np.split(w, 3))),
 }

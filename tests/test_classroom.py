@@ -242,7 +242,8 @@ def test_max_scores_are_the_points_of_each_set(classroom):
     assert maxima == {"ex01_weighted_sum": 6, "ex02_scores_and_softmax": 6, "ex03_scaling": 5,
                       "ex04_masks": 7, "ex05_softmax_backward": 7, "ex06_multi_head": 5,
                       "ex07_matching_pytorch": 6,
-                      "ex08_kv_cache": 5, "ex09_memory_speed_precision": 6}
+                      "ex08_kv_cache": 5, "ex09_memory_speed_precision": 6,
+                      "ex10_debugging": 6}
 
 
 def test_editing_a_locked_test_cell_does_not_raise_the_score(classroom):

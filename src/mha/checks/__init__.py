@@ -23,15 +23,16 @@ from __future__ import annotations
 import importlib
 import sys
 
-from . import _core, basics, later, masks_grads, memory, pytorch
+from . import _core, basics, debugging, later, masks_grads, memory, pytorch
 
 if getattr(sys.modules[__name__], "_loaded_once", False):  # a reload: refresh the submodules
-    for _module in (_core, basics, masks_grads, later, memory, pytorch):
+    for _module in (_core, basics, masks_grads, later, memory, pytorch, debugging):
         importlib.reload(_module)
 _loaded_once = True
 
 from ._core import CheckFailed, NotAttempted, check_prediction  # noqa: E402
 from .basics import check_head_scores, check_read_out, check_scores, check_softmax  # noqa: E402
+from .debugging import check_leak_test  # noqa: E402
 from .later import (  # noqa: E402
     check_cache_mask,
     check_inference,
@@ -50,7 +51,7 @@ from .memory import check_online_softmax  # noqa: E402
 from .pytorch import check_dropout_module, check_unpack_in_proj  # noqa: E402
 
 PREDICTIONS = {**basics.PREDICTIONS, **masks_grads.PREDICTIONS, **later.PREDICTIONS,
-               **memory.PREDICTIONS}
+               **memory.PREDICTIONS, **debugging.PREDICTIONS}
 
 __all__ = [
     "CheckFailed",
@@ -63,6 +64,7 @@ __all__ = [
     "check_dropout_module",
     "check_head_scores",
     "check_inference",
+    "check_leak_test",
     "check_masked_attention",
     "check_merge_heads",
     "check_online_softmax",

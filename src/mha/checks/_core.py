@@ -242,6 +242,19 @@ def check_prediction(pred: Prediction, got) -> str:
     if got is None or got is Ellipsis:
         raise NotAttempted(f"{pred.name}: not attempted yet (it is still {got!r}).")
     expected = pred.expected
+    if isinstance(expected, str):  # a multiple-choice letter
+        if not isinstance(got, str):
+            raise CheckFailed(f"{pred.name}: answer with a letter in quotes, e.g. \"a\"; "
+                              f"got {show(got)}.")
+        got = got.strip().lower()
+        for value, sentence in pred.known_wrong:
+            if got == value:
+                raise CheckFailed(f"{pred.name}: {sentence}")
+        if got != expected:
+            raise CheckFailed(f"{pred.name}: not this one; got {got!r}. {pred.hint}".rstrip())
+        line = f"{pred.name}: correct."
+        print(line)
+        return line
     if isinstance(expected, bool):
         ok = isinstance(got, (bool, np.bool_)) and bool(got) == expected
         if not ok and not isinstance(got, (bool, np.bool_)):
