@@ -76,23 +76,9 @@ def test_encode_refuses_lowercase():
 
 
 # -- rotary positions ---------------------------------------------------------------------
-def test_rotary_scores_depend_only_on_the_offset():
-    gen = torch.Generator().manual_seed(0)
-    q, k = torch.randn(2, 1, 1, 1, 8, generator=gen, dtype=torch.float64)
-    def score(i, j):
-        return float(apply_rotary(q, torch.tensor([i]))[0, 0, 0]
-                     @ apply_rotary(k, torch.tensor([j]))[0, 0, 0])
-    assert score(5, 3) == pytest.approx(score(12, 10), abs=1e-12)
-
-
-def test_rotary_keeps_the_norm():
-    x = torch.randn(2, 3, 5, 8, dtype=torch.float64)
-    torch.testing.assert_close(apply_rotary(x, torch.arange(5)).norm(dim=-1), x.norm(dim=-1))
-
-
-def test_rotary_refuses_an_odd_head_width():
-    with pytest.raises(ValueError, match="even head width"):
-        apply_rotary(torch.zeros(1, 1, 2, 3), torch.arange(2))
+def test_rotary_positions_are_the_rope_module_s_own():
+    from mha import rope
+    assert apply_rotary is rope.apply_rope  # its behaviour is specified in tests/test_rope.py
 
 
 # -- the model ----------------------------------------------------------------------------

@@ -39,6 +39,9 @@ from torch import nn
 
 from . import masks
 
+# Rotary positions are lesson 08's idea too: one implementation, under the name lesson 06 uses.
+from .rope import apply_rope as apply_rotary
+
 __all__ = [
     "ALPHABET", "AttentionOnly", "AttentionLayer", "TRAINED", "apply_rotary", "encode",
     "half_losses", "head_scores", "letters", "load_trained", "position_losses",
@@ -75,23 +78,6 @@ def repeated_blocks(batch: int, block: int, vocab_size: int = 26, seed=0) -> tor
     gen = seed if isinstance(seed, torch.Generator) else torch.Generator().manual_seed(seed)
     first = torch.rand(batch, vocab_size, generator=gen).argsort(dim=-1)[:, :block]
     return torch.cat([first, first], dim=1)
-
-
-def apply_rotary(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    """Rotary position embedding on ``x (B, H, T, dh)`` at integer ``positions (T,)``.
-
-    Channel pairs ``(c, c + dh/2)`` turn by the angle ``position * base**(-2c/dh)``,
-    so ``q_i . k_j`` depends on the positions only through ``i - j``. Keeps the
-    dtype; refuses an odd ``dh``.
-    """
-    dh = x.shape[-1]
-    if dh % 2:
-        raise ValueError(f"rotary positions need an even head width d_head; got {dh}.")
-    freqs = base ** (-torch.arange(0, dh // 2, dtype=torch.float64) * 2 / dh)  # (dh/2,)
-    angles = positions.to(torch.float64)[:, None] * freqs[None, :]  # (T, dh/2)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-    x1, x2 = x[..., : dh // 2], x[..., dh // 2:]
-    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
 class AttentionLayer(nn.Module):
