@@ -122,3 +122,53 @@ test-pythons:
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis .ruff_cache
+
+# -- A class on JupyterHub (classroom/README.md): as root, one Unix user per person --------
+# make class-env                          the hub's environment in CLASS_PREFIX (cached)
+# make class-accounts ROSTER=roster.csv   the accounts, passwords in CLASS_STATE/passwords.csv
+# make class-start / make class-stop      the hub on http://127.0.0.1:CLASS_PORT/
+# make class-remove-accounts              remove the roster's accounts (homes included)
+CLASS_PREFIX   ?= /opt/mha-classroom
+CLASS_ENV       = $(CLASS_PREFIX)/env
+CLASS_PYTHON   ?= /usr/bin/python3
+CLASS_STATE    ?= /srv/mha-classroom
+CLASS_EXCHANGE ?= /srv/nbgrader/exchange
+CLASS_PORT     ?= 8000
+CLASS_HUB_PORT ?= 8081
+CLASS_API_PORT ?= 8001
+ROSTER         ?= $(CLASS_STATE)/roster.csv
+CLASS_AS_ROOT   = @test "$$(id -u)" = 0 || { echo "$@: run as root (the hub starts each person's server as their Unix user)"; exit 2; }
+
+.PHONY: class-env class-accounts class-remove-accounts class-start class-stop
+
+class-env:
+	$(CLASS_AS_ROOT)
+	$(CLASS_PYTHON) classroom/class_env.py --prefix "$(CLASS_PREFIX)" --python "$(CLASS_PYTHON)" \
+	    --torch-args "$(PIP_TORCH_ARGS)"
+
+class-accounts:
+	$(CLASS_AS_ROOT)
+	install -d -m 0700 "$(CLASS_STATE)"
+	$(CLASS_PYTHON) classroom/accounts.py create "$(ROSTER)" --passwords "$(CLASS_STATE)/passwords.csv"
+	test "$(abspath $(ROSTER))" = "$(abspath $(CLASS_STATE)/roster.csv)" || \
+	    install -m 0600 "$(ROSTER)" "$(CLASS_STATE)/roster.csv"
+
+class-remove-accounts:
+	$(CLASS_AS_ROOT)
+	$(CLASS_PYTHON) classroom/accounts.py remove "$(ROSTER)"
+
+class-start: class-env
+	$(CLASS_AS_ROOT)
+	install -d -m 0700 "$(CLASS_STATE)"
+	install -d -m 0755 "$(dir $(abspath $(CLASS_EXCHANGE)))"
+	install -d -m 1777 "$(CLASS_EXCHANGE)"
+	cd "$(CLASS_STATE)" && MHA_CLASS_ROSTER="$(abspath $(CLASS_STATE)/roster.csv)" \
+	    MHA_CLASS_STATE="$(abspath $(CLASS_STATE))" MHA_CLASS_EXCHANGE="$(abspath $(CLASS_EXCHANGE))" \
+	    MHA_CLASS_PORT=$(CLASS_PORT) MHA_CLASS_HUB_PORT=$(CLASS_HUB_PORT) MHA_CLASS_API_PORT=$(CLASS_API_PORT) \
+	    nohup "$(CLASS_ENV)/bin/jupyterhub" -f "$(abspath classroom/jupyterhub_config.py)" \
+	    >> hub.log 2>&1 < /dev/null &
+	$(CLASS_PYTHON) classroom/wait_for_hub.py "http://127.0.0.1:$(CLASS_HUB_PORT)/hub/health" "$(CLASS_STATE)/hub.log"
+
+class-stop:
+	$(CLASS_AS_ROOT)
+	$(CLASS_PYTHON) classroom/wait_for_hub.py --stop "$(CLASS_STATE)/jupyterhub.pid"

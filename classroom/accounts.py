@@ -1,0 +1,181 @@
+"""Create or remove the Unix accounts of a class from a roster (run as root).
+
+    python3 classroom/accounts.py create ROSTER.csv --passwords PASSWORDS.csv
+    python3 classroom/accounts.py remove ROSTER.csv
+
+The roster is a CSV with the columns ``username`` and ``role`` (``instructor`` or
+``student``), exactly one instructor (classroom/roster.example.csv).
+
+create: one Unix user per row (``useradd``; the hub never creates users), home mode 0700
+(Debian's useradd makes 0755 homes, readable by everyone), a random password written to
+PASSWORDS.csv (mode 0600: hand each person their line). The instructor's home gets the
+course (``~/mha-course``: course/source and course/nbgrader_config.py of this repository)
+and ``~/nbgrader_config.py`` (classroom/instructor_nbgrader_config.py). An existing account
+is left as it is. Every account made here carries the comment ``mha-classroom`` (its GECOS
+field).
+
+remove: ends the account's remaining processes, then ``userdel --remove`` (home and all).
+Only accounts with the ``mha-classroom`` comment are removed; any other is refused.
+
+Only the standard library: this runs with the system Python.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+COURSE = HERE.parent / "course"
+MARKER = "mha-classroom"
+NAME = re.compile(r"^[a-z_][a-z0-9_-]{0,30}$")
+ROLES = ("instructor", "student")
+
+
+def read_roster(path: Path) -> dict[str, str]:
+    """{username: role}; refuses bad names, unknown roles and a roster without one instructor."""
+    with open(path, newline="") as f:
+        rows = [r for r in csv.DictReader(f) if (r.get("username") or "").strip()]
+    roster = {}
+    for row in rows:
+        name, role = row["username"].strip(), (row.get("role") or "student").strip()
+        if not NAME.match(name):
+            raise SystemExit(f"{path}: {name!r} is not a valid Unix user name "
+                             "(lower case letters, digits, _ and -, at most 31 characters)")
+        if role not in ROLES:
+            raise SystemExit(f"{path}: {name}: role {role!r} is neither instructor nor student")
+        if name in roster:
+            raise SystemExit(f"{path}: {name} is listed twice")
+        roster[name] = role
+    instructors = [n for n, r in roster.items() if r == "instructor"]
+    if len(instructors) != 1:
+        raise SystemExit(f"{path}: the roster needs exactly one instructor, found {instructors}")
+    return roster
+
+
+def exists(name: str) -> bool:
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        return False
+    return True
+
+
+def install_course(home: Path, uid: int, gid: int) -> None:
+    """~/mha-course (sources and config of this repository's course) and ~/nbgrader_config.py."""
+    course = home / "mha-course"
+    shutil.copytree(COURSE / "source", course / "source", dirs_exist_ok=True)
+    for name in ("nbgrader_config.py", "lms_collectors.py"):
+        shutil.copy(COURSE / name, course / name)
+    shutil.copy(HERE / "instructor_nbgrader_config.py", home / "nbgrader_config.py")
+    for path in [course, home / "nbgrader_config.py", *course.rglob("*")]:
+        os.chown(path, uid, gid)
+
+
+def create(roster: dict[str, str], passwords: Path) -> list[str]:
+    """Make the missing accounts; returns the names made."""
+    made, lines = [], []
+    for name, role in roster.items():
+        if exists(name):
+            print(f"{name}: exists, left as it is")
+            continue
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group",
+                        "--comment", f"{MARKER} {role}", name], check=True)
+        entry = pwd.getpwnam(name)
+        home = Path(entry.pw_dir)
+        home.chmod(0o700)
+        password = secrets.token_urlsafe(12)
+        subprocess.run(["chpasswd"], input=f"{name}:{password}\n", text=True, check=True)
+        if role == "instructor":
+            install_course(home, entry.pw_uid, entry.pw_gid)
+        made.append(name)
+        lines.append((name, role, password))
+        print(f"{name}: created ({role})")
+    if lines:
+        passwords.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not passwords.exists()
+        fd = os.open(passwords, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", newline="") as f:
+            writer = csv.writer(f)
+            if fresh:
+                writer.writerow(["username", "role", "password"])
+            writer.writerows(lines)
+        print(f"passwords of the new accounts: {passwords}")
+    return made
+
+
+def processes_of(uid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    pids.append(int(entry.name))
+            except FileNotFoundError:
+                pass
+    return pids
+
+
+def end_processes(uid: int, grace: float = 5.0) -> None:
+    """SIGTERM each process of ``uid`` by its id, then SIGKILL what is left after ``grace``."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in processes_of(uid):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace
+        while processes_of(uid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if not processes_of(uid):
+            return
+
+
+def remove(roster: dict[str, str]) -> list[str]:
+    """Remove the accounts this script made; returns the names removed."""
+    removed = []
+    for name in roster:
+        if not exists(name):
+            continue
+        entry = pwd.getpwnam(name)
+        if not entry.pw_gecos.startswith(MARKER):
+            raise SystemExit(f"{name}: not made by classroom/accounts.py "
+                             f"(no {MARKER!r} comment): refusing to remove it")
+        end_processes(entry.pw_uid)
+        subprocess.run(["userdel", "--remove", name], check=True, stderr=subprocess.PIPE)
+        if Path(entry.pw_dir).exists():
+            shutil.rmtree(entry.pw_dir)
+        removed.append(name)
+        print(f"{name}: removed")
+    return removed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=("create", "remove"))
+    parser.add_argument("roster", type=Path)
+    parser.add_argument("--passwords", type=Path, default=Path("/srv/mha-classroom/passwords.csv"),
+                        help="where create appends the new accounts' passwords (mode 0600)")
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        raise SystemExit("accounts.py makes and removes Unix users: run it as root")
+    roster = read_roster(args.roster)
+    if args.action == "create":
+        create(roster, args.passwords)
+    else:
+        remove(roster)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

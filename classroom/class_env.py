@@ -1,0 +1,140 @@
+"""Build (or bring up to date) the class environment that JupyterHub and every person's
+server run from (`make class-env`, as root; needs python3-venv and npm):
+
+    /usr/bin/python3 classroom/class_env.py --prefix /opt/mha-classroom
+
+PREFIX/env    a venv made from /usr/bin/python3 (not pyenv's, which lives under root's 0700
+              home: other users could not run it) holding PyTorch (CPU build where right,
+              tools/install_torch.py), this package with the instructor extra, JupyterHub
+              and nbgrader (classroom/requirements.txt);
+              env/etc/jupyter/nbgrader_config.py      classroom/nbgrader_config.py
+              env/etc/jupyter-student/                classroom/student-config/
+PREFIX/proxy  configurable-http-proxy from npm.
+
+Cached: each step runs only when what it installs changed (a content hash of its inputs
+is kept in PREFIX/env/.stamps/), so a second run takes about a second. Files are made
+world-readable (umask 022) whatever root's umask is. The package is installed from a clean
+copy of pyproject.toml, README.md, LICENSE and src/ (not in place: no build/ left in the tree,
+no stale module carried over).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CHP = "configurable-http-proxy@5.3.0"
+TORCH = "torch==2.13.0"
+
+
+def digest(*paths: Path, extra: str = "") -> str:
+    """A hash of the files (folders: every file under them, by relative path) and ``extra``."""
+    h = hashlib.sha256(extra.encode())
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for f in files:
+            if "__pycache__" in f.parts or f.suffix == ".pyc":
+                continue
+            h.update(str(f.relative_to(ROOT)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class Stamps:
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    def fresh(self, step: str, value: str) -> bool:
+        path = self.folder / step
+        return path.exists() and path.read_text() == value
+
+    def mark(self, step: str, value: str) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / step).write_text(value)
+
+
+def run(*args, **kwargs) -> None:
+    print("+", " ".join(str(a) for a in args), flush=True)
+    subprocess.run([str(a) for a in args], check=True, **kwargs)
+
+
+def clean_copy(tmp: Path) -> Path:
+    """The package's files only, in a temporary folder, for a non-editable install."""
+    dest = tmp / "mha-course"
+    dest.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(ROOT / name, dest / name)
+    shutil.copytree(ROOT / "src", dest / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
+    return dest
+
+
+def build(prefix: Path, python: str, torch_args: list[str]) -> None:
+    os.umask(0o022)
+    prefix.mkdir(parents=True, exist_ok=True)
+    prefix.chmod(0o755)
+    env = prefix / "env"
+    py = env / "bin" / "python"
+    stamps = Stamps(env / ".stamps")
+
+    deps = digest(ROOT / "pyproject.toml", HERE / "requirements.txt",
+                  extra=f"{python} {TORCH} {torch_args}")
+    package = digest(ROOT / "pyproject.toml", ROOT / "src" / "mha")
+    if not stamps.fresh("deps", deps):
+        if not py.exists():
+            run(python, "-m", "venv", env)
+        run(py, "-m", "pip", "install", "--quiet", "--upgrade", "pip")
+        run(py, ROOT / "tools" / "install_torch.py", TORCH, *torch_args)
+        with tempfile.TemporaryDirectory() as tmp:
+            src = clean_copy(Path(tmp))
+            run(py, "-m", "pip", "install", "--quiet", "-r", HERE / "requirements.txt",
+                f"{src}[instructor]")
+        stamps.mark("deps", deps)
+        stamps.mark("package", package)
+    if not stamps.fresh("package", package):
+        with tempfile.TemporaryDirectory() as tmp:
+            src = clean_copy(Path(tmp))
+            run(py, "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", src)
+        stamps.mark("package", package)
+
+    proxy = prefix / "proxy"
+    if not stamps.fresh("proxy", CHP) or not (proxy / "node_modules" / ".bin" /
+                                              "configurable-http-proxy").exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            raise SystemExit("npm is missing: apt-get install nodejs npm (Node >= 18)")
+        run(npm, "install", "--no-fund", "--no-audit", "--loglevel=error",
+            "--prefix", proxy, CHP)
+        stamps.mark("proxy", CHP)
+
+    etc = env / "etc"
+    (etc / "jupyter").mkdir(parents=True, exist_ok=True)
+    shutil.copy(HERE / "nbgrader_config.py", etc / "jupyter" / "nbgrader_config.py")
+    shutil.rmtree(etc / "jupyter-student", ignore_errors=True)
+    shutil.copytree(HERE / "student-config", etc / "jupyter-student")
+    print(f"class environment ready: {env}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--prefix", type=Path, default=Path("/opt/mha-classroom"))
+    parser.add_argument("--python", default="/usr/bin/python3",
+                        help="the Python the venv is made from: every user must be able to run it")
+    parser.add_argument("--torch-args", default="",
+                        help="extra pip arguments for PyTorch (the Makefile's PIP_TORCH_ARGS)")
+    args = parser.parse_args(argv)
+    build(args.prefix.resolve(), args.python, shlex.split(args.torch_args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

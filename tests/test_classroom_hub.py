@@ -1,0 +1,628 @@
+"""A whole class on JupyterHub, on this machine: classroom/ through the Makefile's class-* targets.
+
+One module-scoped class: `make class-env` (the hub's environment, cached), accounts for an
+instructor and three students from a roster (`make class-accounts`), the hub on 127.0.0.1
+(`make class-start`). Everyone logs in with their own password and gets their own server,
+as their own Unix user. The instructor releases exercise set 04 through the formgrader's
+REST API; each student fetches it, answers through the contents API (all correct, partly
+correct, the known mistake "mask applied after softmax"; the answers come from
+tests/test_classroom.py), validates and submits; the instructor collects, autogrades,
+generates and releases feedback; each student fetches their feedback. Then the tests read
+the gradebook, the feedback, and check isolation. Everything the class made (accounts,
+processes, the exchange, the hub's state) is removed at the end, also when a step fails
+(test_a_failing_step_still_removes_everything checks that on a second, small class).
+
+Needs root (real Unix users; the hub runs as root): skipped otherwise, a failure under CI.
+Run with -s to see the timings.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import html
+import json
+import os
+import pwd
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_classroom import MASK_AFTER_SOFTMAX, PARTLY, STUDENTS, solution_code  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+COURSE_ID = "mha-course"
+ASSIGNMENT = "ex04_masks"
+MISTAKE = "mask applied after softmax"  # the name mha.checks gives it, in every message
+INSTRUCTOR = "mhat-lecturer"
+# student -> (answers that differ from the solution, as in tests/test_classroom.py, the score
+# tests/test_classroom.py expects for the same notebook there)
+SCORES = {s: p for s, a, _, _, p in STUDENTS if a == ASSIGNMENT}
+CLASS = {
+    "mhat-correct": ({}, SCORES["all_correct"]),
+    "mhat-partly": (PARTLY, SCORES["partly_correct"]),
+    "mhat-mistake": ({"masked_attention": MASK_AFTER_SOFTMAX}, SCORES["mask_after_softmax"]),
+}
+MAX_SCORE = 7
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+
+def require_root():
+    if os.geteuid() == 0:
+        return
+    reason = "the class test makes Unix users and runs JupyterHub as root: run it as root"
+    if os.environ.get("CI"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def make(target: str, **variables) -> subprocess.CompletedProcess:
+    args = ["make", "--no-print-directory", target] + [f"{k}={v}" for k, v in variables.items()]
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, (
+        f"make {target} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def free_ports(n: int) -> list[int]:
+    """Free ports below Linux's ephemeral range (32768-60999), where kernels and clients get
+    theirs: a port picked there can be taken by a new kernel before the hub binds it."""
+    import random
+
+    ports: list[int] = []
+    while len(ports) < n:
+        port = random.randrange(20000, 32000)
+        with socket.socket() as s:
+            if port not in ports and s.connect_ex(("127.0.0.1", port)) != 0:
+                try:
+                    s2 = socket.socket()
+                    s2.bind(("127.0.0.1", port))
+                    ports.append(port)
+                except OSError:
+                    pass
+                finally:
+                    s2.close()
+    return ports
+
+
+# -- processes and sockets -------------------------------------------------------------------
+
+def all_pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def uid_of(pid: int) -> int | None:
+    try:
+        return Path(f"/proc/{pid}").stat().st_uid
+    except FileNotFoundError:
+        return None
+
+
+def alive(pid: int) -> bool:
+    try:
+        return "\nState:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+
+
+def descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid in all_pids():
+        try:
+            ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(pid)
+    found, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        found.add(pid)
+        todo += children.get(pid, [])
+    return found
+
+
+def listening(pids: set[int]) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket in LISTEN state that one of ``pids`` holds."""
+    inodes = set()
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(FileNotFoundError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        inodes.add(target[8:-1])
+    found = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            hexaddr, hexport = fields[1].split(":")
+            raw = bytes.fromhex(hexaddr)
+            # /proc/net stores each 32-bit word in host (little-endian) order
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            address = socket.inet_ntop(socket.AF_INET if width == 8 else socket.AF_INET6, raw)
+            found.add((address, int(hexport, 16)))
+    return found
+
+
+def run_as(user: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(args), user=user, group=user, extra_groups=[], cwd="/",
+                          capture_output=True, text=True, timeout=30)
+
+
+# -- a running class -------------------------------------------------------------------------
+
+class Classroom:
+    """A roster, its accounts and a hub on loopback ports, under one temporary folder."""
+
+    def __init__(self, users: dict[str, str]):
+        self.users = users  # username -> role
+        self.tmp = Path(tempfile.mkdtemp(prefix="mha-hub-test-", dir="/tmp"))
+        self.tmp.chmod(0o755)  # the exchange inside must be reachable by every user
+        self.state, self.exchange = self.tmp / "state", self.tmp / "exchange"
+        self.roster = self.tmp / "roster.csv"
+        with open(self.roster, "w", newline="") as f:
+            csv.writer(f).writerows([("username", "role"), *users.items()])
+        self.port, hub_port, api_port = free_ports(3)
+        self.ports = {"public": self.port, "hub": hub_port, "proxy_api": api_port}
+        self.vars = {"ROSTER": self.roster, "CLASS_STATE": self.state,
+                     "CLASS_EXCHANGE": self.exchange, "CLASS_PORT": self.port,
+                     "CLASS_HUB_PORT": hub_port, "CLASS_API_PORT": api_port}
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.uids: dict[str, int] = {}
+        self.hub_pid: int | None = None
+        self.proxy_pid: int | None = None
+
+    def start(self) -> None:
+        stale = [u for u in self.users if _exists(u)]
+        if stale:  # left by a run that was killed before its cleanup: ours only (marked)
+            make("class-remove-accounts", ROSTER=self.roster)
+        make("class-accounts", **self.vars)
+        self.uids = {u: pwd.getpwnam(u).pw_uid for u in self.users}
+        with open(self.state / "passwords.csv", newline="") as f:
+            self.passwords = {r["username"]: r["password"] for r in csv.DictReader(f)}
+        make("class-start", **self.vars)
+        self.hub_pid = int((self.state / "jupyterhub.pid").read_text())
+        proxy = self.state / "proxy.pid"
+        deadline = time.monotonic() + 10
+        while not proxy.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.proxy_pid = int(proxy.read_text()) if proxy.exists() else None
+
+    def processes(self) -> set[int]:
+        """The hub, the proxy, and every process of the class's users."""
+        pids = descendants(self.hub_pid) if self.hub_pid and alive(self.hub_pid) else set()
+        if self.proxy_pid and alive(self.proxy_pid):
+            pids |= descendants(self.proxy_pid)
+        uids = set(self.uids.values())
+        pids |= {p for p in all_pids() if uid_of(p) in uids and alive(p)}
+        return pids
+
+    def close(self) -> list[str]:
+        """Stop and remove everything; returns what is left (empty when all went)."""
+        with contextlib.suppress(AssertionError):
+            make("class-stop", **self.vars)
+        for pid in (self.hub_pid, self.proxy_pid):
+            if pid and alive(pid):
+                os.kill(pid, 9)
+        if self.roster.exists():
+            with contextlib.suppress(AssertionError):
+                make("class-remove-accounts", ROSTER=self.roster)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+        return self.leftovers()
+
+    def leftovers(self) -> list[str]:
+        left = [f"account {u}" for u in self.users if _exists(u)]
+        left += [f"home of {u}" for u in self.users if Path("/home", u).exists()]
+        left += [f"process {p} (uid {uid_of(p)})" for p in self.processes()]
+        left += [f"folder {self.tmp}"] if self.tmp.exists() else []
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                left.append(f"something still listens on port {self.port}")
+        return left
+
+
+def _exists(user: str) -> bool:
+    try:
+        pwd.getpwnam(user)
+    except KeyError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def running_class(users: dict[str, str]):
+    room = Classroom(users)
+    try:
+        room.start()
+        yield room
+    finally:
+        room.left = room.close()
+
+
+# -- talking to the hub as a person --------------------------------------------------------
+
+class Person:
+    """One browser's worth of cookies: login, own server, its REST APIs."""
+
+    def __init__(self, room: Classroom, name: str):
+        import requests
+
+        self.room, self.name = room, name
+        self.http = requests.Session()
+        self.server = f"{room.base}/user/{name}"
+
+    def login(self, password: str):
+        """POST the login form (with the hub's _xsrf); returns the response (302 on success)."""
+        self.http.get(f"{self.room.base}/hub/login")
+        form = {"username": self.name, "password": password,
+                "_xsrf": self.cookie("_xsrf", "/hub/")}
+        return self.http.post(f"{self.room.base}/hub/login", data=form, allow_redirects=False)
+
+    def cookie(self, name: str, path: str) -> str | None:
+        for c in self.http.cookies:
+            if c.name == name and c.path.rstrip("/") == path.rstrip("/"):
+                return c.value
+        return None
+
+    def spawn(self) -> None:
+        """Ask the hub to start this person's server (it starts in the background)."""
+        self.spawned = time.monotonic()
+        self.http.get(f"{self.room.base}/hub/spawn/{self.name}", allow_redirects=False)
+
+    def open_server(self, timeout: float = 90) -> float:
+        """Wait for the server and go through the OAuth handshake; returns the seconds since
+        the spawn."""
+        if not hasattr(self, "spawned"):
+            self.spawn()
+        start = self.spawned
+        while time.monotonic() - start < timeout:
+            r = self.http.get(f"{self.server}/lab")
+            if r.status_code == 200 and r.url.rstrip("/").endswith(f"/user/{self.name}/lab"):
+                return time.monotonic() - start
+            time.sleep(0.3)
+        raise AssertionError(f"{self.name}'s server did not open within {timeout} s")
+
+    def get(self, path: str, **kwargs):
+        return self.http.get(f"{self.server}/{path}", **kwargs)
+
+    def post(self, path: str, data=None, json_body=None):
+        """Cookie-authenticated POSTs need the server's _xsrf cookie echoed in X-XSRFToken."""
+        headers = {"X-XSRFToken": self.cookie("_xsrf", f"/user/{self.name}/") or ""}
+        return self.http.post(f"{self.server}/{path}", data=data, json=json_body,
+                              headers=headers, timeout=300)
+
+    def put(self, path: str, body):
+        headers = {"X-XSRFToken": self.cookie("_xsrf", f"/user/{self.name}/") or ""}
+        return self.http.put(f"{self.server}/{path}", json=body, headers=headers, timeout=60)
+
+    # nbgrader's assignment list (the student's side)
+    def assignments(self) -> list[dict]:
+        r = self.get("assignments", params={"course_id": COURSE_ID})
+        assert r.status_code == 200, r.text[:500]
+        body = r.json()
+        assert body["success"], body["value"]
+        return body["value"]
+
+    def action(self, action: str) -> list[dict]:
+        """fetch / submit / fetch_feedback. They answer 200 even when they fail: the caller
+        checks the returned list."""
+        r = self.post(f"assignments/{action}",
+                      data={"course_id": COURSE_ID, "assignment_id": ASSIGNMENT})
+        assert r.status_code == 200, r.text[:500]
+        body = r.json()
+        assert body["success"], body.get("value")
+        return body["value"]
+
+    def formgrader(self, path: str) -> dict:
+        r = self.post(f"formgrader/api/{path}")
+        assert r.status_code == 200, (path, r.status_code, r.text[:500])
+        body = r.json()
+        assert body["success"], (path, body.get("error") or body)
+        return body
+
+
+def entry(listing: list[dict], status: str) -> dict:
+    found = [a for a in listing if a["assignment_id"] == ASSIGNMENT and a["status"] == status]
+    seen = [(a["assignment_id"], a["status"]) for a in listing]
+    assert found, f"no {status} {ASSIGNMENT} in {seen}"
+    return found[0]
+
+
+def answered(nb: dict, replace: dict) -> dict:
+    """The fetched notebook (contents API JSON) with its answer cells filled in."""
+    for cell in nb["cells"]:
+        meta = cell["metadata"].get("nbgrader", {})
+        if meta.get("solution"):
+            grade_id = meta["grade_id"]
+            if grade_id in replace:
+                if replace[grade_id] is not None:
+                    cell["source"] = replace[grade_id].strip("\n")
+            else:
+                cell["source"] = solution_code(ROOT / "course", ASSIGNMENT, grade_id)
+    return nb
+
+
+def work_on_it(student: Person, replace: dict) -> dict:
+    """Fetch, answer through the contents API, validate, submit; returns what happened."""
+    fetched = entry(student.action("fetch"), "fetched")
+    (notebook,) = [n for n in fetched["notebooks"] if n["notebook_id"] == ASSIGNMENT]
+    path = notebook["path"]
+    r = student.get(f"api/contents/{path}", params={"content": 1})
+    assert r.status_code == 200, r.text[:300]
+    model = r.json()
+    model["content"] = answered(model["content"], replace)
+    r = student.put(f"api/contents/{path}", {"type": "notebook", "format": "json",
+                                             "content": model["content"]})
+    assert r.status_code == 200, r.text[:300]
+    r = student.post("assignments/validate", data={"path": path})
+    assert r.status_code == 200, r.text[:300]
+    validation = r.json()
+    submitted = entry(student.action("submit"), "submitted")
+    return {"path": path, "validation": validation, "submitted": submitted}
+
+
+@pytest.fixture(scope="module")
+def hub_class():
+    require_root()
+    start = time.monotonic()
+    make("class-env")
+    env_seconds = time.monotonic() - start
+    users = {INSTRUCTOR: "instructor", **{s: "student" for s in CLASS}}
+    with running_class(users) as room:
+        t0 = time.monotonic()
+        people = {name: Person(room, name) for name in users}
+        logins = {name: p.login(room.passwords[name]) for name, p in people.items()}
+        for p in people.values():
+            p.spawn()  # all four start at once, as in a class
+        opened = {name: p.open_server() for name, p in people.items()}
+        t_servers = time.monotonic() - t0
+
+        teacher = people[INSTRUCTOR]
+        teacher.formgrader(f"assignment/{ASSIGNMENT}/assign")
+        teacher.formgrader(f"assignment/{ASSIGNMENT}/release")
+        released = {s: entry(people[s].assignments(), "released") for s in CLASS}
+        work = {s: work_on_it(people[s], replace) for s, (replace, _) in CLASS.items()}
+        teacher.formgrader(f"assignment/{ASSIGNMENT}/collect")
+        for s in CLASS:
+            teacher.formgrader(f"submission/{ASSIGNMENT}/{s}/autograde")
+        teacher.formgrader(f"assignment/{ASSIGNMENT}/generate_feedback")
+        teacher.formgrader(f"assignment/{ASSIGNMENT}/release_feedback")
+        feedback = {}
+        for s in CLASS:
+            got = entry(people[s].action("fetch_feedback"), "submitted")
+            feedback[s] = got
+        t_flow = time.monotonic() - t0 - t_servers
+        print(f"\nclass-env {env_seconds:.1f} s; 4 logins and servers {t_servers:.1f} s "
+              f"(ready after {', '.join(f'{v:.1f}' for v in opened.values())} s); "
+              f"release to feedback {t_flow:.1f} s")
+        yield {"room": room, "people": people, "logins": logins, "released": released,
+               "work": work, "feedback": feedback}
+    assert room.left == [], f"the class left behind: {room.left}"
+
+
+# -- the flow --------------------------------------------------------------------------------
+
+def test_everyone_logs_in_with_their_own_password(hub_class):
+    for name, response in hub_class["logins"].items():
+        assert response.status_code == 302, (name, response.status_code)
+
+
+def test_each_server_runs_as_its_own_unix_user(hub_class):
+    room = hub_class["room"]
+    for name, uid in room.uids.items():
+        servers = [p for p in room.processes() if uid_of(p) == uid
+                   and b"jupyterhub-singleuser" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        assert servers, f"no server process of {name}"
+
+
+def test_every_student_sees_the_released_set(hub_class):
+    for student, item in hub_class["released"].items():
+        assert item["course_id"] == COURSE_ID, student
+
+
+def test_the_fetched_notebook_lives_in_the_students_home(hub_class):
+    for student, work in hub_class["work"].items():
+        path = Path("/home", student, work["path"])
+        assert path.is_file() and path.stat().st_uid == hub_class["room"].uids[student], path
+
+
+def test_validation_passes_only_the_correct_notebook(hub_class):
+    results = {s: w["validation"] for s, w in hub_class["work"].items()}
+    assert all(r["success"] for r in results.values()), results
+    # nbgrader's Validator: {} when every test passes, {"failed": [...]} otherwise
+    passed = {s: r["value"] == {} for s, r in results.items()}
+    assert passed == {"mhat-correct": True, "mhat-partly": False, "mhat-mistake": False}, results
+
+
+def test_validation_names_the_known_mistake(hub_class):
+    value = hub_class["work"]["mhat-mistake"]["validation"]["value"]
+    assert MISTAKE in json.dumps(value), value
+
+
+def test_submissions_land_in_the_exchange_under_each_student(hub_class):
+    inbound = hub_class["room"].exchange / COURSE_ID / "inbound"
+    owners = {p.name.split("+")[0] for p in inbound.iterdir()}
+    assert owners == set(CLASS)
+
+
+def test_the_gradebook_holds_the_expected_scores(hub_class):
+    from nbgrader.api import Gradebook
+
+    db = Path("/home", INSTRUCTOR, "mha-course", "gradebook.db")
+    with Gradebook(f"sqlite:///{db}") as gb:
+        scores = {s: gb.find_submission(ASSIGNMENT, s).score for s in CLASS}
+        max_score = gb.find_assignment(ASSIGNMENT).max_score
+    assert max_score == MAX_SCORE
+    assert scores == {s: expected for s, (_, expected) in CLASS.items()}
+
+
+def feedback_text(hub_class, student: str) -> str:
+    """The student's fetched feedback HTML as text, read through their own server."""
+    latest = hub_class["feedback"][student]["submissions"][-1]
+    (notebook,) = latest["notebooks"]
+    assert notebook["has_local_feedback"], latest
+    path = notebook["local_feedback_path"]  # relative to the server's root, the student's home
+    if os.path.isabs(path):
+        path = os.path.relpath(path, Path("/home", student))
+    r = hub_class["people"][student].get(f"api/contents/{quote(path)}", params={"content": 1})
+    assert r.status_code == 200, (path, r.url, r.status_code)
+    return html.unescape(re.sub(r"<[^>]+>", "", r.json()["content"]))
+
+
+def test_each_student_fetches_feedback_with_their_score(hub_class):
+    for student, (_, expected) in CLASS.items():
+        text = feedback_text(hub_class, student)
+        assert re.search(rf"Score:\s*{expected}(\.0)?\s*/\s*{MAX_SCORE}", text), student
+
+
+def test_the_feedback_names_the_mistake_where_there_was_one(hub_class):
+    assert MISTAKE in feedback_text(hub_class, "mhat-mistake")
+    assert MISTAKE not in feedback_text(hub_class, "mhat-correct")
+    assert MISTAKE not in feedback_text(hub_class, "mhat-partly")
+
+
+# -- isolation -------------------------------------------------------------------------------
+
+def test_a_students_cookie_gets_403_on_another_students_server(hub_class):
+    people = hub_class["people"]
+    mallory = people["mhat-partly"]
+    for page in ("api/contents", "lab"):
+        r = mallory.http.get(f"{hub_class['room'].base}/user/mhat-correct/{page}")
+        assert r.status_code == 403, (page, r.status_code, r.url)
+
+
+def test_a_students_cookie_gets_403_on_the_instructors_server(hub_class):
+    mallory = hub_class["people"]["mhat-partly"]
+    for page in ("api/contents", "formgrader/api/status", "lab"):
+        r = mallory.http.get(f"{hub_class['room'].base}/user/{INSTRUCTOR}/{page}")
+        assert r.status_code == 403, (page, r.status_code, r.url)
+
+
+def test_students_have_no_formgrader_of_their_own(hub_class):
+    r = hub_class["people"]["mhat-partly"].get("formgrader/api/status")
+    assert r.status_code == 404, r.status_code
+
+
+def test_a_wrong_password_gets_403(hub_class):
+    someone = Person(hub_class["room"], "mhat-correct")
+    assert someone.login("not-the-password").status_code == 403
+
+
+def test_a_students_password_does_not_log_in_as_another_student(hub_class):
+    room = hub_class["room"]
+    intruder = Person(room, "mhat-correct")
+    assert intruder.login(room.passwords["mhat-partly"]).status_code == 403
+
+
+def test_homes_are_not_readable_by_other_students(hub_class):
+    work = hub_class["work"]
+    for home in (Path("/home", "mhat-correct"), Path("/home", INSTRUCTOR)):
+        assert home.stat().st_mode & 0o777 == 0o700, home
+    r = run_as("mhat-partly", "ls", "/home/mhat-correct")
+    assert r.returncode != 0 and "Permission denied" in r.stderr
+    r = run_as("mhat-partly", "cat", str(Path("/home/mhat-correct", work["mhat-correct"]["path"])))
+    assert r.returncode != 0 and "Permission denied" in r.stderr
+    r = run_as("mhat-partly", "cat", f"/home/{INSTRUCTOR}/mha-course/gradebook.db")
+    assert r.returncode != 0 and "Permission denied" in r.stderr
+
+
+def test_only_127_0_0_1_is_listened_on(hub_class):
+    room = hub_class["room"]
+    sockets = listening(room.processes())
+    assert set(room.ports.values()) <= {port for _, port in sockets}, sockets
+    assert {address for address, _ in sockets} == {"127.0.0.1"}, sockets
+
+
+# -- cleanup -------------------------------------------------------------------------------
+
+def test_a_failing_step_still_removes_everything():
+    require_root()
+    make("class-env")
+    users = {"mhat-x-lecturer": "instructor", "mhat-x-student": "student"}
+    with pytest.raises(RuntimeError, match="a step fails"):
+        with running_class(users) as room:
+            student = Person(room, "mhat-x-student")
+            assert student.login(room.passwords["mhat-x-student"]).status_code == 302
+            student.open_server()
+            assert room.processes()
+            raise RuntimeError("a step fails")
+    assert room.left == []
+
+
+# -- the Kubernetes path (Zero to JupyterHub values; no cluster here) -------------------------
+
+K8S = ROOT / "classroom" / "k8s"
+
+
+@pytest.fixture(scope="module")
+def values():
+    import yaml
+
+    return yaml.safe_load((K8S / "values.yaml").read_text())
+
+
+def test_helm_values_use_the_charts_top_level_sections_only(values):
+    assert set(values) <= {"hub", "proxy", "singleuser", "cull", "scheduling", "prePuller",
+                           "ingress", "debug", "global", "custom", "imagePullSecret"}
+
+
+def test_helm_values_python_compiles(values):
+    for name, source in values["hub"]["extraConfig"].items():
+        compile(source, name, "exec")
+    compile(values["singleuser"]["extraFiles"]["nbgrader-config"]["stringData"], "nbgrader", "exec")
+
+
+def test_helm_values_mount_the_same_nbgrader_settings_as_one_machine(values):
+    files = values["singleuser"]["extraFiles"]
+    assert files["nbgrader-config"]["stringData"] == (
+        ROOT / "classroom" / "nbgrader_config.py").read_text()
+    student = ROOT / "classroom" / "student-config"
+    assert files["student-server-config"]["data"] == json.loads(
+        (student / "jupyter_server_config.json").read_text())
+    assert files["student-lab-config"]["data"] == json.loads(
+        (student / "labconfig" / "page_config.json").read_text())
+
+
+def test_helm_values_put_the_exchange_on_the_shared_volume(values):
+    import yaml
+
+    single = values["singleuser"]
+    (mount,) = single["storage"]["extraVolumeMounts"]
+    assert mount["mountPath"] == single["extraEnv"]["MHA_CLASS_EXCHANGE"]
+    (volume,) = single["storage"]["extraVolumes"]
+    claim = yaml.safe_load((K8S / "exchange-pvc.yaml").read_text())
+    assert volume["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
+
+
+def test_the_role_hook_turns_the_formgrader_off_for_students_only(values):
+    namespace = {"c": type("Config", (), {"KubeSpawner": type("K", (), {})()})()}
+    exec(values["hub"]["extraConfig"]["mha-roles"], namespace)
+    hook = namespace["c"].KubeSpawner.pre_spawn_hook
+
+    def spawned(name):
+        spawner = type("Spawner", (), {})()
+        spawner.user = type("User", (), {"name": name})()
+        spawner.environment = {}
+        hook(spawner)
+        return spawner.environment
+
+    assert spawned("ada") == {"JUPYTER_CONFIG_PATH": "/etc/jupyter-student"}
+    assert spawned(namespace["INSTRUCTOR"]) == {}
+
+
+def test_the_class_image_adds_nbgrader_to_the_binder_image():
+    text = (K8S / "Dockerfile").read_text()
+    assert "repo2docker" in text and "nbgrader>=0.9.6,<0.10" in text
