@@ -5,14 +5,20 @@ The served copy of lesson 03 gets its slide metadata from tools/slides.py first
 (so the test does not depend on when the lesson was last executed).
 
 Known limit, pinned by a strict xfail: an ipywidgets view does not render in the
-RISE page. Observed with jupyterlab-rise 0.43.1, ipywidgets 8.1.9, JupyterLab 4.6:
-the page logs "RangeError: Maximum call stack size exceeded" about 30 times while
-it loads (also with every output and the widget state stripped from the file),
-and "Exception opening new comm" for each widget model the kernel creates, so the
-widget's output area stays empty. Workaround for class: run the widget slide in
-the JupyterLab notebook view of the same notebook (same kernel; View > Presentation
-Mode enlarges it), or show the static deck of `make slides`, which renders the
-stored widget state offline without a kernel.
+RISE page. Cause, read from the page's console (jupyterlab-rise 0.43.1, ipywidgets
+8.1.9 / jupyterlab_widgets 3.0.17, JupyterLab 4.6.6): the /rise/ page is RISE's own
+prebuilt app on JupyterLab 4.3.4 core packages; it loads the installed lab
+extensions, and the widget manager's fails ("Failed to create module: package:
+@jupyter-widgets/jupyterlab-manager", "Shared module @jupyterlab/console doesn't
+exist in shared scope default"). With no widget manager, every widget model the
+kernel opens fails ("Exception opening new comm") and the output stays empty.
+Upstream: jupyterlab-contrib/rise issue 119 (open). Fixing it means rebuilding
+RISE's app against current JupyterLab, outside this project. Workaround for class:
+run the widget slide in the JupyterLab notebook view of the same notebook (same
+kernel; View > Appearance > Presentation Mode enlarges it; tested in
+test_browser_rise_workaround.py), or show the static deck of `make slides`, which
+draws the stored widget state offline without a kernel.
+When a RISE release fixes it, the xfail turns into a failure: drop the mark.
 """
 
 from __future__ import annotations
