@@ -2,6 +2,7 @@
 
     python3 classroom/wait_for_hub.py URL LOGFILE      poll URL (the hub's /hub/health) for 90 s
     python3 classroom/wait_for_hub.py --stop PIDFILE   SIGTERM the hub, wait until it is gone
+    python3 classroom/wait_for_hub.py --idle PIDFILE   fail if the hub of PIDFILE is running
 
 The hub stops every person's server and the proxy before it exits (cleanup_servers).
 Only the standard library: this runs with the system Python.
@@ -66,9 +67,20 @@ def stop(pid_file: Path) -> int:
     return 0
 
 
+def idle(pid_file: Path) -> int:
+    """A second hub on the same state folder would fail on the ports and leave a stale pid."""
+    if pid_file.exists() and alive(int(pid_file.read_text().strip() or 0)):
+        print(f"a hub is already running (pid {pid_file.read_text().strip()}): "
+              "make class-stop first", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "--stop":
         return stop(Path(argv[1]))
+    if len(argv) == 2 and argv[0] == "--idle":
+        return idle(Path(argv[1]))
     if len(argv) == 2:
         return wait(argv[0], Path(argv[1]))
     print(__doc__, file=sys.stderr)

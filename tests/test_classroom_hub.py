@@ -626,3 +626,14 @@ def test_the_role_hook_turns_the_formgrader_off_for_students_only(values):
 def test_the_class_image_adds_nbgrader_to_the_binder_image():
     text = (K8S / "Dockerfile").read_text()
     assert "repo2docker" in text and "nbgrader>=0.9.6,<0.10" in text
+
+
+def test_class_start_refuses_a_second_hub_on_the_same_state(tmp_path):
+    """A second hub would fail on the ports and leave a pid file naming a dead process."""
+    pid_file = tmp_path / "jupyterhub.pid"
+    pid_file.write_text(str(os.getpid()))  # a live process stands in for the running hub
+    wait = [sys.executable, str(ROOT / "classroom" / "wait_for_hub.py"), "--idle", str(pid_file)]
+    proc = subprocess.run(wait, capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 1 and "already running" in proc.stderr
+    pid_file.unlink()
+    assert subprocess.run(wait, timeout=30).returncode == 0
