@@ -23,6 +23,7 @@ help:
 	@echo "make notebooks  re-execute the lessons in place (fresh kernel each) so outputs match the code"
 	@echo "make slides     one offline HTML slide deck per lesson in build/slides/ (needs npm once)"
 	@echo "make lint       ruff over src/ tests/ tools/"
+	@echo "make book       the lessons and exercise sets as an offline web book in book/_build/html"
 	@echo "make course-release    student notebooks from course/source (notebooks/exercises/, gradebook)"
 	@echo "make course-collect SUBMISSIONS=DIR   copy DIR/<student>/<assignment>/ into course/submitted"
 	@echo "make course-zip-collect ZIPS=DIR ASSIGNMENT=exNN_topic LMS=Canvas|Moodle|Blackboard"
@@ -102,6 +103,14 @@ slides: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests tools benchmarks
+
+# The series as an offline static book (book/): Sphinx renders the committed notebooks with
+# their stored outputs (nothing runs); npm ci in book/ fetches MathJax (served by the site)
+# and axe-core (tests/test_book.py). Open book/_build/html/index.html, from file:// or
+#   python3 -m http.server -d book/_build/html -b 127.0.0.1 8000
+.PHONY: book
+book: $(STAMP)
+	$(BIN)/python book/build.py
 
 # Benchmarks (issue 11, benchmarks/run.py): under 10 minutes on a 2-core machine; writes
 # benchmarks/results/<UTC date>.md with .json and figures beside it, and prints which
