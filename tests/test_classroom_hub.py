@@ -637,3 +637,45 @@ def test_class_start_refuses_a_second_hub_on_the_same_state(tmp_path):
     assert proc.returncode == 1 and "already running" in proc.stderr
     pid_file.unlink()
     assert subprocess.run(wait, timeout=30).returncode == 0
+
+
+# -- the hub's configuration, loaded without starting anything ---------------------------------
+
+def hub_config(monkeypatch, tmp_path, **env):
+    """classroom/jupyterhub_config.py loaded into a traitlets Config with these variables."""
+    from traitlets.config import Config
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text("username,role\nlecturer,instructor\nada,student\n")
+    for key, value in {"MHA_CLASS_ROSTER": str(roster), **env}.items():
+        monkeypatch.setenv(key, value)
+    config = Config()
+    path = ROOT / "classroom" / "jupyterhub_config.py"
+    exec(compile(path.read_text(), str(path), "exec"),
+         {"get_config": lambda: config, "__file__": str(path)})
+    return config
+
+
+def test_the_hub_listens_on_loopback_by_default(monkeypatch, tmp_path):
+    config = hub_config(monkeypatch, tmp_path)
+    assert config.JupyterHub.bind_url == "http://127.0.0.1:8000/"
+    assert config.JupyterHub.hub_ip == "127.0.0.1" and config.Spawner.ip == "127.0.0.1"
+
+
+def test_the_public_switch_refuses_to_start_without_a_certificate(monkeypatch, tmp_path):
+    with pytest.raises(SystemExit, match="MHA_CLASS_SSL_CERT"):
+        hub_config(monkeypatch, tmp_path, MHA_CLASS_PUBLIC="1")
+
+
+def test_the_public_switch_serves_https_on_every_interface(monkeypatch, tmp_path):
+    config = hub_config(monkeypatch, tmp_path, MHA_CLASS_PUBLIC="1", MHA_CLASS_PORT="443",
+                        MHA_CLASS_SSL_CERT="/etc/ssl/hub.pem", MHA_CLASS_SSL_KEY="/etc/ssl/hub.key")
+    assert config.JupyterHub.bind_url == "https://0.0.0.0:443/"
+    assert config.JupyterHub.ssl_cert == "/etc/ssl/hub.pem"
+
+
+def test_the_hub_config_refuses_a_roster_without_one_instructor(monkeypatch, tmp_path):
+    roster = tmp_path / "two.csv"
+    roster.write_text("username,role\nann,instructor\nbob,instructor\n")
+    with pytest.raises(SystemExit, match="exactly one instructor"):
+        hub_config(monkeypatch, tmp_path, MHA_CLASS_ROSTER=str(roster))
