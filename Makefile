@@ -177,7 +177,8 @@ class-start: class-env
 	    MHA_CLASS_PORT=$(CLASS_PORT) MHA_CLASS_HUB_PORT=$(CLASS_HUB_PORT) MHA_CLASS_API_PORT=$(CLASS_API_PORT) \
 	    nohup "$(CLASS_ENV)/bin/jupyterhub" -f "$(abspath classroom/jupyterhub_config.py)" \
 	    >> hub.log 2>&1 < /dev/null &
-	$(CLASS_PYTHON) classroom/wait_for_hub.py "http://127.0.0.1:$(CLASS_HUB_PORT)/hub/health" "$(CLASS_STATE)/hub.log"
+	$(CLASS_PYTHON) classroom/wait_for_hub.py "http://127.0.0.1:$(CLASS_HUB_PORT)/hub/health" \
+	    "$(CLASS_STATE)/hub.log" "$(CLASS_STATE)/jupyterhub.pid"
 
 class-stop:
 	$(CLASS_AS_ROOT)

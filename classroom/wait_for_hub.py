@@ -1,10 +1,12 @@
 """Wait until the hub answers, or stop it (used by `make class-start` and `make class-stop`).
 
-    python3 classroom/wait_for_hub.py URL LOGFILE      poll URL (the hub's /hub/health) for 90 s
+    python3 classroom/wait_for_hub.py URL LOG [PIDFILE]  poll URL (the hub's /hub/health) for
+                                                         90 s, less if the hub exits
     python3 classroom/wait_for_hub.py --stop PIDFILE   SIGTERM the hub, wait until it is gone
     python3 classroom/wait_for_hub.py --idle PIDFILE   fail if the hub of PIDFILE is running
 
-The hub stops every person's server and the proxy before it exits (cleanup_servers).
+The hub stops every person's server and the proxy before it exits (cleanup_servers); --stop
+also ends a proxy that outlived its hub (proxy.pid next to the hub's pid file).
 Only the standard library: this runs with the system Python.
 """
 
@@ -23,8 +25,11 @@ START_SECONDS = 90
 STOP_SECONDS = 60
 
 
-def wait(url: str, log: Path) -> int:
+def wait(url: str, log: Path, pid_file: Path | None = None) -> int:
+    """Poll ``url`` until it answers 200; give up early once the hub of ``pid_file`` has
+    started and exited (e.g. a port taken), and show the end of its log."""
     deadline = time.monotonic() + START_SECONDS
+    seen = False
     while time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
@@ -33,10 +38,15 @@ def wait(url: str, log: Path) -> int:
                     return 0
         except (urllib.error.URLError, OSError, http.client.HTTPException):
             pass
+        if pid_file is not None:
+            pid = pid_file.read_text().strip() if pid_file.exists() else ""
+            if pid:
+                seen = True
+            if seen and not (pid and alive(int(pid))):
+                break
         time.sleep(0.3)
     tail = log.read_text(errors="replace").splitlines()[-40:] if log.exists() else []
-    print(f"the hub did not answer at {url} within {START_SECONDS} s; {log}:", *tail,
-          sep="\n", file=sys.stderr)
+    print(f"the hub did not answer at {url}; {log}:", *tail, sep="\n", file=sys.stderr)
     return 1
 
 
@@ -49,22 +59,31 @@ def alive(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
-def stop(pid_file: Path) -> int:
+def terminate(pid_file: Path, what: str) -> int:
+    """SIGTERM the process named in ``pid_file`` (if it runs), wait, remove the file."""
     if not pid_file.exists():
-        print(f"no hub running ({pid_file} is missing)")
         return 0
-    pid = int(pid_file.read_text().strip())
-    if alive(pid):
+    pid = int(pid_file.read_text().strip() or 0)
+    if pid and alive(pid):
         os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_SECONDS
         while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
         if alive(pid):
-            print(f"the hub (pid {pid}) did not stop within {STOP_SECONDS} s", file=sys.stderr)
+            print(f"the {what} (pid {pid}) did not stop within {STOP_SECONDS} s", file=sys.stderr)
             return 1
+        print(f"the {what} (pid {pid}) has stopped")
     pid_file.unlink(missing_ok=True)
-    print(f"the hub (pid {pid}) has stopped")
     return 0
+
+
+def stop(pid_file: Path) -> int:
+    """Stop the hub (it stops the servers and the proxy), then the proxy if it outlived the hub:
+    a hub that fails after starting the proxy (a port taken) exits and leaves it running."""
+    if not pid_file.exists():
+        print(f"no hub running ({pid_file} is missing)")
+    failed = terminate(pid_file, "hub")
+    return failed | terminate(pid_file.parent / "proxy.pid", "proxy")
 
 
 def idle(pid_file: Path) -> int:
@@ -73,6 +92,7 @@ def idle(pid_file: Path) -> int:
         print(f"a hub is already running (pid {pid_file.read_text().strip()}): "
               "make class-stop first", file=sys.stderr)
         return 1
+    pid_file.unlink(missing_ok=True)  # a stale file of a hub that is gone
     return 0
 
 
@@ -81,8 +101,8 @@ def main(argv: list[str]) -> int:
         return stop(Path(argv[1]))
     if len(argv) == 2 and argv[0] == "--idle":
         return idle(Path(argv[1]))
-    if len(argv) == 2:
-        return wait(argv[0], Path(argv[1]))
+    if len(argv) in (2, 3):
+        return wait(argv[0], Path(argv[1]), Path(argv[2]) if len(argv) == 3 else None)
     print(__doc__, file=sys.stderr)
     return 2
 

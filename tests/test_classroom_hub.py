@@ -211,6 +211,13 @@ class Classroom:
 
     def close(self) -> list[str]:
         """Stop and remove everything; returns what is left (empty when all went)."""
+        for name in ("jupyterhub.pid", "proxy.pid"):  # also when start() failed half-way
+            with contextlib.suppress(FileNotFoundError, ValueError):
+                pid = int((self.state / name).read_text())
+                if name == "jupyterhub.pid":
+                    self.hub_pid = self.hub_pid or pid
+                else:
+                    self.proxy_pid = self.proxy_pid or pid
         with contextlib.suppress(AssertionError):
             make("class-stop", **self.vars)
         for pid in (self.hub_pid, self.proxy_pid):
@@ -679,3 +686,24 @@ def test_the_hub_config_refuses_a_roster_without_one_instructor(monkeypatch, tmp
     roster.write_text("username,role\nann,instructor\nbob,instructor\n")
     with pytest.raises(SystemExit, match="exactly one instructor"):
         hub_config(monkeypatch, tmp_path, MHA_CLASS_ROSTER=str(roster))
+
+
+def test_a_hub_that_cannot_start_leaves_nothing_behind():
+    """The hub starts the proxy, then fails on its own port (taken here) and exits: class-start
+    fails at once with the hub's log, and the proxy it left is stopped too."""
+    require_root()
+    make("class-env")
+    room = Classroom({"mhat-y-lecturer": "instructor", "mhat-y-student": "student"})
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", room.ports["hub"]))
+        squatter.listen()
+        start = time.monotonic()
+        try:
+            with pytest.raises(AssertionError, match="make class-start failed"):
+                room.start()
+            seconds = time.monotonic() - start
+        finally:
+            left = room.close()
+    assert left == []
+    assert room.proxy_pid is not None and not alive(room.proxy_pid)  # it had started
+    assert seconds < 60, f"class-start took {seconds:.0f} s to give up"
