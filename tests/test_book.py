@@ -78,6 +78,11 @@ class Site:
 
 @pytest.fixture(scope="module")
 def site() -> Site:
+    if importlib.util.find_spec("myst_nb") is None or importlib.util.find_spec("sphinx") is None:
+        reason = "Sphinx or myst-nb is missing (pip install -e '.[test]', or make test)"
+        if UNDER_CI:
+            pytest.fail(f"CI is set and the book cannot be built: {reason}", pytrace=False)
+        pytest.skip(reason)
     if not build.node_modules_ready() and shutil.which("npm") is None:
         pytest.skip("npm is missing and book/node_modules is not installed (the book serves "
                     "MathJax from it): install Node.js, or run make book once")
