@@ -79,3 +79,7 @@ html_theme_options = {
     "navigation_with_keys": False,
 }
 html_context = {"default_mode": "light"}
+# The sidebar holds the list of pages only: the theme's logo block sat outside every landmark
+# (axe-core's "region") and its search button repeats the one in the header bar. The list's
+# first entry is the home page.
+html_sidebars = {"**": ["sbt-sidebar-nav.html"]}
