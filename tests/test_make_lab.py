@@ -64,6 +64,15 @@ def get(url: str, token: str | None = None) -> int:
         return e.code
 
 
+def answers(url: str, token: str) -> bool:
+    """True once the server answers 200; refused while it is still starting (a busy machine
+    can write the server's info file before the socket accepts)."""
+    try:
+        return get(url, token) == 200
+    except urllib.error.URLError:
+        return False
+
+
 def listening_addresses(port: int) -> set[str]:
     """Local addresses of every socket in LISTEN state on ``port`` (Linux /proc)."""
     found = set()
@@ -116,7 +125,7 @@ def lab(tmp_path_factory):
             infos = list(runtime.glob("jpserver-*.json"))
             if infos:
                 info = json.loads(infos[0].read_text() or "null")
-                if info and get(f"http://127.0.0.1:{port}/api/status", info["token"]) == 200:
+                if info and answers(f"http://127.0.0.1:{port}/api/status", info["token"]):
                     break
             time.sleep(0.25)
         else:
