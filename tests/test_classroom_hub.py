@@ -10,7 +10,9 @@ tests/test_classroom.py), validates and submits; the instructor collects, autogr
 generates and releases feedback; each student fetches their feedback. Then the tests read
 the gradebook, the feedback, and check isolation. Everything the class made (accounts,
 processes, the exchange, the hub's state) is removed at the end, also when a step fails
-(test_a_failing_step_still_removes_everything checks that on a second, small class).
+(test_a_failing_step_still_removes_everything and test_a_hub_that_cannot_start_leaves_nothing_behind
+check that on small classes of their own). The Kubernetes values and the hub's configuration
+are checked without starting anything.
 
 Needs root (real Unix users; the hub runs as root): skipped otherwise, a failure under CI.
 Run with -s to see the timings.
