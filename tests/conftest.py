@@ -11,8 +11,22 @@ new examples. A test's own ``@settings`` overrides these defaults key by key.
 
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, database=None, deadline=None)
 settings.register_profile("explore", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "explore")
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """torch on one thread for a module of many tiny ops: on a busy 2-core machine two
+    threads wait on each other (measured 4x slower), and one thread sums in one order.
+    Use it with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch  # here, not at the top: most test modules never load torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

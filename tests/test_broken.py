@@ -10,16 +10,10 @@ from mha import broken  # noqa: E402
 from mha.checkup import CHECKS, checkup  # noqa: E402
 from mha.layers import MultiHeadAttention  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 C, H = 8, 2
 BROKEN = [pytest.param(cls, id=cls.__name__) for cls in broken.BROKEN]
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
 
 
 def _module(cls, seed=0, **kw):

@@ -19,15 +19,9 @@ from mha.checkup import (  # noqa: E402
 )
 from mha.layers import MultiHeadAttention  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 WEIGHT_CHECKS = {"rows sum to 1", "need_weights invariance", "score spread"}
-
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -121,7 +115,6 @@ def test_checkup_table_has_a_row_per_module_and_a_mark_per_check():
     assert lines[-2].split() == ["good"] + ["."] * len(CHECKS)
     marks = lines[-1].split()[1:]
     assert marks[list(CHECKS).index("loop over heads")] == "X" and marks.count("X") == 1
-
 
 
 @pytest.mark.parametrize(("kw", "name"), [({"batch": 1}, "batch"), ({"length": 2}, "length"),

@@ -22,14 +22,7 @@ from mha.decoder import (
 )
 from mha.kv_cache import kv_cache_bytes
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Many tiny ops: on a busy 2-core machine two threads wait on each other (measured 4x slower).
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 V = 40

@@ -26,17 +26,9 @@ from mha.induction import (
 )
 from mha.induction_train import EVAL_BLOCK, evaluate, train
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one thread is faster (two threads on a busy 2-core machine spin) and
-    sums in one order, as tools/train_induction.py trains."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
