@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from .compare import _named
+from .compare import named_projections
 
 __all__ = ["CHECKS", "Adapter", "CheckResult", "Report", "adapt", "checkup", "checkup_table",
            "package_adapter", "qkv_adapter"]
@@ -77,7 +77,7 @@ class Adapter:
 
 
 def _projections(module):
-    return lambda: _named(module, dict(module.named_parameters()))
+    return lambda: named_projections(module, dict(module.named_parameters()))
 
 
 def package_adapter(module) -> Adapter:

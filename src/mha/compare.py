@@ -35,7 +35,8 @@ from .torch_transfer import to_nn_multihead, to_nn_multihead_masks, to_numpy
 __all__ = ["PATHS", "FourPaths", "run_four_paths", "attention_kernels", "max_differences",
            "magnitude",
            "seeded_module", "difference_table", "format_table", "gradients",
-           "gradient_differences", "missing_gradients", "migration_checks", "run_nn_multihead"]
+           "gradient_differences", "missing_gradients", "migration_checks", "named_projections",
+           "run_nn_multihead"]
 
 NN = "nn.MultiheadAttention"
 PATHS = ("numpy", "torch manual", "torch sdpa", f"{NN}, need_weights=True",
@@ -271,8 +272,10 @@ def attention_kernels(fn) -> list:
 
 # -- gradients ------------------------------------------------------------------
 
-def _named(module, grads: dict) -> dict:
-    """Parameter gradients renamed W_Q, b_Q, ..., W_O, b_O whatever the layout."""
+def named_projections(module, grads: dict) -> dict:
+    """``grads`` (a dict keyed by parameter name: gradients, or the parameters themselves)
+    renamed W_Q, b_Q, ..., W_O, b_O, whatever the module's layout: ``nn.MultiheadAttention``,
+    the package's packed (3C, C) or separate projections. W_Q, W_K, W_V are (C, C) views."""
     if isinstance(module, nn.MultiheadAttention):
         w, b = grads["in_proj_weight"], grads.get("in_proj_bias")
         w_o, b_o = grads["out_proj.weight"], grads.get("out_proj.bias")
@@ -323,7 +326,7 @@ def gradients(module, query, mask=None, key_padding_mask=None, seed: int = 0,
                     dtype=torch.float64).to(out.dtype)  # one G for both dtypes, rounded
     names, params = zip(*module.named_parameters(), strict=True)
     grads = torch.autograd.grad((out * g).sum(), [x, *params])
-    return {"x": grads[0], **_named(module, dict(zip(names, grads[1:], strict=True)))}
+    return {"x": grads[0], **named_projections(module, dict(zip(names, grads[1:], strict=True)))}
 
 
 def gradient_differences(module: MultiHeadAttention, query, mask=None,
