@@ -12,6 +12,8 @@ input requiring grad), the median time of each path after one warm-up call:
 * ``manual``: ``mha.layers.MultiHeadAttention(impl="manual")``, torch from scratch;
 * ``package``: the same module with ``impl="sdpa"`` and ``is_causal=True``, the
   package's fastest path (square causal self-attention reaches SDPA's fused kernel);
+* ``packed``: the same with ``packed_qkv=True`` (one (3C, C) input projection, as
+  nn.MultiheadAttention stores it); shown, not budgeted;
 * ``sdpa``: the module's projections around one ``F.scaled_dot_product_attention``
   call (``benchmarks/module_vs_sdpa.py``'s ``direct``), the reference of every ratio;
 * ``nn``: ``nn.MultiheadAttention`` with the same weights, ``need_weights=False``
@@ -33,12 +35,12 @@ from pathlib import Path
 import torch
 
 from mha.layers import MultiHeadAttention
-from mha.torch_transfer import to_nn_multihead, to_numpy
+from mha.torch_transfer import from_nn_multihead, to_nn_multihead, to_numpy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from module_vs_sdpa import SHAPES, direct  # noqa: E402  (helper PKG's floor: SDPA, same weights)
 
-PATHS = ("numpy", "manual", "package", "sdpa", "nn")
+PATHS = ("numpy", "manual", "package", "packed", "sdpa", "nn")
 PASSES = ("forward", "forward+backward")
 
 
@@ -64,6 +66,7 @@ def make_calls(shape, is_causal: bool, backward: bool, seed: int = 0) -> dict:
     manual = MultiHeadAttention(c, h, impl="manual").eval()
     manual.load_state_dict(module.state_dict())
     reference = to_nn_multihead(module).eval()
+    packed = from_nn_multihead(reference, packed_qkv=True, impl="sdpa").eval()
     x = torch.randn(b, t, c, requires_grad=backward)
     g = torch.randn(b, t, c)
     causal = torch.ones(t, t, dtype=torch.bool).triu(1)  # True = blocked, as nn reads it
@@ -71,6 +74,7 @@ def make_calls(shape, is_causal: bool, backward: bool, seed: int = 0) -> dict:
     outputs = {
         "manual": lambda: manual(x, is_causal=is_causal)[0],
         "package": lambda: module(x, is_causal=is_causal)[0],
+        "packed": lambda: packed(x, is_causal=is_causal)[0],
         "sdpa": lambda: direct(module, x, is_causal),
         "nn": lambda: reference(x, x, x, need_weights=False, **nn_kw)[0],
     }

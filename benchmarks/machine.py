@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import platform
-import statistics
 import time
 
 import numpy as np
@@ -89,26 +88,27 @@ def one_line(machine: dict) -> str:
             f"({blas} BLAS threads), Python {machine['python']}")
 
 
-def _median_seconds(fn, repeats: int) -> float:
+def _fastest_seconds(fn, repeats: int) -> float:
+    """The fastest of ``repeats`` calls after a warm-up: a limit is the best the machine does."""
     fn()  # warm-up
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return min(times)
 
 
-def matmul_gflops(n: int = 2048, repeats: int = 5) -> dict:
+def matmul_gflops(n: int = 2048, repeats: int = 10) -> dict:
     """float32 ``(n, n) @ (n, n)``: ``2 n^3`` FLOPs; torch (its threads) and NumPy (its BLAS)."""
     g = torch.Generator().manual_seed(0)
     a, b = torch.randn(n, n, generator=g), torch.randn(n, n, generator=g)
     out = torch.empty(n, n)
     flops = 2.0 * n**3
-    t_torch = _median_seconds(lambda: torch.mm(a, b, out=out), repeats)
+    t_torch = _fastest_seconds(lambda: torch.mm(a, b, out=out), repeats)
     a_np, b_np = a.numpy(), b.numpy()
     out_np = np.empty((n, n), dtype=np.float32)
-    t_numpy = _median_seconds(lambda: np.matmul(a_np, b_np, out=out_np), repeats)
+    t_numpy = _fastest_seconds(lambda: np.matmul(a_np, b_np, out=out_np), repeats)
     return {"n": n, "torch_gflops": flops / t_torch / 1e9, "numpy_gflops": flops / t_numpy / 1e9}
 
 
@@ -116,7 +116,7 @@ def bandwidth_gbs(mib: int = 256, repeats: int = 5) -> dict:
     """Copy a float32 buffer of ``mib`` MiB into another: bytes read plus written per second."""
     src = torch.ones(mib * 2**20 // 4)
     dst = torch.empty_like(src)
-    seconds = _median_seconds(lambda: dst.copy_(src), repeats)
+    seconds = _fastest_seconds(lambda: dst.copy_(src), repeats)
     return {"mib": mib, "copy_gbs": 2 * src.numel() * 4 / seconds / 1e9}
 
 
