@@ -111,6 +111,14 @@ def test_package_slower_than_nn_multihead_misses_its_budget():
     assert not against_nn["held"] and against_nn["measured"] == "1.05x"
 
 
+def test_the_package_budgets_read_its_fastest_module_path():
+    row = {"shape": [1, 8, 4, 2], "causal": True, "pass": "forward",
+           "ratio": {"package": 1.3, "packed": 0.9, "sdpa": 1.0, "nn": 1.0}}
+    against_sdpa, against_nn = budgets.evaluate({"attention": [row]})
+    assert against_sdpa["held"] and against_nn["held"]
+    assert "package (packed)" in against_sdpa["name"]
+
+
 def test_tiled_budget_is_read_at_the_largest_t():
     rows = [{"T": 1024, "pass": "forward", "ratio": 0.08},
             {"T": 8192, "pass": "forward", "ratio": 0.003}]
