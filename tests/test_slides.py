@@ -144,7 +144,7 @@ def deck(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)  # the first export npm-installs reveal.js, MathJax, the widget renderer
 def test_deck_loads_scripts_and_styles_only_from_its_own_folder(deck):
     urls = loaded_urls(deck.read_text())
     assert any("reveal.js/dist/reveal.css" in u for u in urls), urls
@@ -157,7 +157,7 @@ def test_deck_loads_scripts_and_styles_only_from_its_own_folder(deck):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)  # the first export npm-installs reveal.js, MathJax, the widget renderer
 def test_deck_loads_reveal_and_the_widget_renderer_from_the_vendor_folder(deck):
     """reveal.js is loaded by require() (not a src attribute); the widget renderer is
     added by a script only on a deck with widgets, so its configured path is checked."""

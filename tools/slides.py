@@ -134,8 +134,10 @@ def install_vendor(out: Path) -> None:
     if npm is None:
         raise SystemExit("make slides needs npm (Node.js) to fetch reveal.js and MathJax once")
     vendor.mkdir(parents=True, exist_ok=True)
+    # --prefer-offline: a package already in npm's cache is not asked of the registry again.
     subprocess.run([npm, "install", "--no-audit", "--no-fund", "--no-save", "--silent",
-                    "--prefix", str(vendor), *VENDOR], check=True, stdin=subprocess.DEVNULL)
+                    "--prefer-offline", "--prefix", str(vendor), *VENDOR],
+                   check=True, stdin=subprocess.DEVNULL)
     stamp.write_text(" ".join(VENDOR))
 
 
