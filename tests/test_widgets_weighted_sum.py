@@ -221,3 +221,11 @@ def test_explorer_refuses_a_starting_length_outside_the_slider():
 def test_explorer_refuses_a_starting_angle_outside_the_slider():
     with pytest.raises(ValueError, match=r"angle must be in \[-180, 180\]"):
         WeightedSumExplorer(angle=200.0)
+
+
+def test_the_starting_length_ln_3_lies_on_the_slider_grid():
+    """A browser snaps the value to min + k * step and syncs it back: off the grid, the
+    lesson's 0.75 / 0.25 would become 0.7503 / 0.2497 as soon as the widget renders."""
+    slider = WeightedSumExplorer().length_slider
+    steps = (slider.value - slider.min) / slider.step
+    assert abs(steps - round(steps)) < 1e-9

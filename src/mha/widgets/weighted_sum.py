@@ -81,6 +81,7 @@ class WeightedSumExplorer(Explorer):
     """
 
     MAX_LENGTH = 6.0
+    LENGTH_STEP = math.log(3.0) / 11
 
     def __init__(self, keys=((1.0, 0.0), (0.0, 1.0)), values=((2.0, 0.0), (0.0, 4.0)),
                  angle: float = 0.0, length: float = math.log(3.0)):
@@ -100,8 +101,12 @@ class WeightedSumExplorer(Explorer):
             value=angle, min=-180.0, max=180.0, step=5.0, description="query angle",
             readout_format=".0f", continuous_update=True,
             style={"description_width": "initial"})
+        # The browser snaps a slider's value to min + k * step and sends it back: with a step
+        # of 0.1 the start ln 3 = 1.0986 became 1.1 (weights 0.7503, not 0.75). Eleven steps
+        # of ln(3) / 11 (about 0.0999) land on ln 3 exactly.
         self.length_slider = widgets.FloatSlider(
-            value=length, min=0.0, max=self.MAX_LENGTH, step=0.1, description="query length",
+            value=length, min=0.0, max=self.MAX_LENGTH, step=self.LENGTH_STEP,
+            description="query length",
             readout_format=".2f", continuous_update=True,
             style={"description_width": "initial"})
         super().__init__([self.angle_slider, self.length_slider], figsize=(8.4, 3.0))
