@@ -181,7 +181,9 @@ def test_module_is_causal_combines_with_key_padding_mask(impl):
     torch.testing.assert_close(out, explicit, **TIGHT)
 
 
-def test_module_sdpa_square_causal_calls_sdpa_is_causal_without_a_mask(monkeypatch):
+@pytest.fixture
+def sdpa_calls(monkeypatch):
+    """The keyword arguments of every call to F.scaled_dot_product_attention, in order."""
     seen = []
     real = F.scaled_dot_product_attention
 
@@ -190,20 +192,18 @@ def test_module_sdpa_square_causal_calls_sdpa_is_causal_without_a_mask(monkeypat
         return real(*args, **kwargs)
 
     monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    return seen
+
+
+def test_module_sdpa_square_causal_calls_sdpa_is_causal_without_a_mask(sdpa_calls):
     make(impl="sdpa")(tokens(4), is_causal=True)
+    seen = sdpa_calls
     assert seen[0]["is_causal"] is True and seen[0]["attn_mask"] is None
 
 
-def test_module_sdpa_rectangular_causal_passes_an_explicit_mask_not_sdpas_flag(monkeypatch):
-    seen = []
-    real = F.scaled_dot_product_attention
-
-    def spy(*args, **kwargs):
-        seen.append(kwargs)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+def test_module_sdpa_rectangular_causal_passes_an_explicit_mask_not_sdpas_flag(sdpa_calls):
     make(impl="sdpa")(tokens(2), tokens(5), is_causal=True)
+    seen = sdpa_calls
     assert seen[0]["is_causal"] is False
     assert torch.equal(seen[0]["attn_mask"], lower_right_allowed(2, 5))
 
