@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import threading
+import time
 
 import ipywidgets as widgets
 import pytest
@@ -63,3 +65,51 @@ def test_an_explorer_must_implement_compute():
 
     with pytest.raises(NotImplementedError):
         Empty([])
+
+
+class CountingDoubler(Doubler):
+    """A Doubler that counts how many redraws are between compute and caption at once,
+    and is slow enough in between that two unserialised threads would overlap."""
+
+    def __init__(self):
+        self.inside, self.most_inside = 0, 0
+        super().__init__()
+
+    def compute(self):
+        self.inside += 1
+        self.most_inside = max(self.most_inside, self.inside)
+        time.sleep(0.002)
+        return super().compute()
+
+    def caption_text(self, state):
+        self.inside -= 1
+        return super().caption_text(state)
+
+
+def change_from_two_threads(explorer, set_a, set_b, times: int = 15) -> None:
+    """Call ``set_a`` and ``set_b`` ``times`` times each, from two threads at once (as
+    ipykernel 7.3 does: a cell on the main thread, the browser's comm messages on another)."""
+    threads = [threading.Thread(target=lambda f=f: [f(k) for k in range(times)])
+               for f in (set_a, set_b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def test_redraws_asked_for_from_two_threads_run_one_at_a_time():
+    e = CountingDoubler()
+    change_from_two_threads(e, lambda k: setattr(e.slider, "value", k % 6),
+                            lambda k: e.redraw())
+    assert e.most_inside == 1
+
+
+def test_after_changes_from_two_threads_the_picture_shows_the_last_values():
+    from mha.widgets import WeightedSumExplorer
+
+    e = WeightedSumExplorer()
+    change_from_two_threads(e, lambda k: setattr(e.angle_slider, "value", -90.0 + 5 * k),
+                            lambda k: setattr(e.length_slider, "value", 0.5 + 0.25 * k))
+    fresh = WeightedSumExplorer(angle=e.angle_slider.value, length=e.length_slider.value)
+    assert e.state["query"].tolist() == fresh.state["query"].tolist()
+    assert bytes(e.image.value) == bytes(fresh.image.value)

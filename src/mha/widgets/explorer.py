@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import threading
 import time
 
 import ipywidgets as widgets
@@ -24,6 +25,11 @@ class Explorer:
     dpi = 100  # 100 px per inch: labels stay readable at the image's natural size
 
     def __init__(self, controls, figsize=(6.0, 3.0)):
+        # ipykernel 7.3 (the newest on Python 3.10) handles a widget's comm messages in a
+        # subshell thread while the main thread runs a cell: a slider dragged in the browser
+        # and a cell setting the slider redrew the one figure at once, and two Agg draws
+        # interleaved left a blank PNG. One redraw at a time, whatever thread asks.
+        self._lock = threading.RLock()
         self.controls = list(controls)
         self.figure = Figure(figsize=figsize, dpi=self.dpi)  # no pyplot: no global state
         FigureCanvasAgg(self.figure)
@@ -59,15 +65,20 @@ class Explorer:
         self.redraw()
 
     def redraw(self) -> None:
-        """Recompute, redraw the figure, refresh the image; time the whole step."""
-        start = time.perf_counter()
-        self.state = self.compute()
-        self.draw(self.state)
-        buffer = io.BytesIO()
-        self.figure.savefig(buffer, format="png", dpi=self.dpi)
-        self.image.value = buffer.getvalue()
-        self.caption.value = self.caption_text(self.state)
-        self.redraw_seconds.append(time.perf_counter() - start)
+        """Recompute, redraw the figure, refresh the image; time the whole step.
+
+        Thread-safe: redraws asked for from two threads run one after the other, and each
+        reads the controls when its turn comes, so the last one shows their last values.
+        """
+        with self._lock:
+            start = time.perf_counter()
+            self.state = self.compute()
+            self.draw(self.state)
+            buffer = io.BytesIO()
+            self.figure.savefig(buffer, format="png", dpi=self.dpi)
+            self.image.value = buffer.getvalue()
+            self.caption.value = self.caption_text(self.state)
+            self.redraw_seconds.append(time.perf_counter() - start)
 
     def summary(self) -> str:
         """Short stable text; the ``text/plain`` of the displayed explorer."""

@@ -104,31 +104,33 @@ class MaskExplorer(Explorer):
             self._syncing = False
 
     def _on_change(self, change) -> None:
-        if self._syncing:
-            return
-        owner = change["owner"]
-        if owner is self.preset:
-            self.refused = None
-            if owner.value != "custom":
-                self._set_grid(mask_preset(owner.value, self.T, self.n_padded))
-        else:
-            i, j = self._where[id(owner)]
-            grid = self.grid()
-            if grid[i].all():
-                self.refused = (f"refused: blocking key {j} would leave query {i} with no key "
-                                "(a fully masked row, softmax would divide 0 by 0); "
-                                "the cell stays open")
-                self._syncing = True
-                owner.value = False
-                self._syncing = False
-            else:
+        # The lock (see Explorer) also keeps another thread's change out while _syncing is set.
+        with self._lock:
+            if self._syncing:
+                return
+            owner = change["owner"]
+            if owner is self.preset:
                 self.refused = None
-                if self.preset.value != "custom" and not np.array_equal(
-                        grid, mask_preset(self.preset.value, self.T, self.n_padded)):
+                if owner.value != "custom":
+                    self._set_grid(mask_preset(owner.value, self.T, self.n_padded))
+            else:
+                i, j = self._where[id(owner)]
+                grid = self.grid()
+                if grid[i].all():
+                    self.refused = (f"refused: blocking key {j} would leave query {i} with no key "
+                                    "(a fully masked row, softmax would divide 0 by 0); "
+                                    "the cell stays open")
                     self._syncing = True
-                    self.preset.value = "custom"
+                    owner.value = False
                     self._syncing = False
-        self.redraw()
+                else:
+                    self.refused = None
+                    if self.preset.value != "custom" and not np.array_equal(
+                            grid, mask_preset(self.preset.value, self.T, self.n_padded)):
+                        self._syncing = True
+                        self.preset.value = "custom"
+                        self._syncing = False
+            self.redraw()
 
     # -- layout and drawing --------------------------------------------
     def build_box(self):
