@@ -247,6 +247,14 @@ IMAGE_DIGEST = r"""async (img) => {
     return [...digest].map(b => b.toString(16).padStart(2, '0')).join('');
 }"""
 
+# The bytes behind an <img>, base64-encoded (for tests that decode the picture itself).
+IMAGE_BASE64 = r"""async (img) => {
+    const bytes = new Uint8Array(await (await fetch(img.src)).arrayBuffer());
+    let text = '';
+    for (const b of bytes) text += String.fromCharCode(b);
+    return btoa(text);
+}"""
+
 
 def poll(condition, timeout: float = 15.0, interval: float = 0.1, message: str = ""):
     """Call ``condition()`` until it returns something truthy (returned) or ``timeout`` s pass
@@ -335,6 +343,12 @@ class RecordedPage:
     def image_digest(self, image) -> str:
         """SHA-256 (hex) of the bytes an ``<img>`` locator currently shows."""
         return image.evaluate(IMAGE_DIGEST)
+
+    def image_bytes(self, image) -> bytes:
+        """The bytes an ``<img>`` locator currently shows."""
+        import base64
+
+        return base64.b64decode(image.evaluate(IMAGE_BASE64))
 
     def wait_for_new_image(self, image, src_before: str, timeout: float = 15.0) -> str:
         """Wait until ``image``'s src differs from ``src_before`` (the kernel sent a new

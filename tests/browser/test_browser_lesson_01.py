@@ -57,6 +57,21 @@ def test_explorer_sliders_render(lesson_01_ran):
     assert box.locator("img").get_attribute("src")
 
 
+def test_explorer_picture_has_all_three_panels_drawn(lesson_01_ran):
+    # Two threads drawing the one figure at once (ipykernel 7.3) once left a blank PNG of the
+    # right size here while the caption was right.
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    box = explorer(lesson_01_ran.page)
+    png = lesson_01_ran.image_bytes(box.locator("img"))
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("L"))
+    thirds = np.array_split(pixels, 3, axis=1)             # keys | weights | values
+    assert [int((third < 128).sum() > 500) for third in thirds] == [1, 1, 1]
+
+
 def press_and_wait(page, box, slider_index: int, key: str) -> tuple[list[float], list[float]]:
     """Press ``key`` on slider ``slider_index``; wait for a new image; caption numbers before
     and after."""
