@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -276,6 +277,16 @@ def test_refuses_a_cache_filled_with_another_batch():
 def test_refuses_heads_that_do_not_group():
     with pytest.raises(ValueError, match="n_kv_heads=3"):
         _model(n_kv_heads=3)
+
+
+def test_refuses_zero_kv_heads():
+    with pytest.raises(ValueError, match="n_kv_heads must be a positive int; got 0"):
+        Attention(8, 2, n_kv_heads=0)
+
+
+def test_generate_takes_a_numpy_integer_count():
+    tokens, _ = generate(_model(), _prompt(), np.int64(3))
+    assert torch.equal(tokens, generate(_model(), _prompt(), 3)[0])
 
 
 def test_refuses_an_unknown_impl():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -145,3 +146,19 @@ def test_model_cache_refuses_a_layer_out_of_range():
 def test_refuses_a_bad_size_in_the_formula():
     with pytest.raises(ValueError, match="length"):
         kv_cache_bytes(1, 1, 1, -1, 8)
+
+
+def test_numpy_integer_sizes_are_ints():
+    cache = KVCache(np.int64(2), max_len=np.int64(5))
+    assert cache.n_layers == 2 and cache.max_len == 5 and cache[0].max_len == 5
+    assert type(cache.max_len) is int and type(LayerCache(np.int32(3)).max_len) is int
+
+
+def test_the_formula_takes_numpy_integers():
+    sizes = (2, 1, 4, 16, 8)
+    assert kv_cache_bytes(*map(np.int64, sizes)) == kv_cache_bytes(*sizes)
+
+
+def test_refuses_a_float_length_in_the_formula():
+    with pytest.raises(TypeError, match="length must be a non-negative int; got 16.0"):
+        kv_cache_bytes(1, 1, 1, 16.0, 8)

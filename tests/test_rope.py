@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -84,3 +85,9 @@ def test_refuses_a_base_not_above_one():
 def test_large_positions_stay_accurate_in_float32():
     cos, _ = rope_angles(torch.tensor([100_000]), 2)
     assert float(cos[0, 0]) == pytest.approx(math.cos(100_000), abs=1e-6)
+
+
+def test_a_numpy_integer_head_width_is_an_int():
+    cos, sin = rope_angles(torch.arange(3), np.int64(4))
+    want_cos, want_sin = rope_angles(torch.arange(3), 4)
+    assert torch.equal(cos, want_cos) and torch.equal(sin, want_sin)

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import masks
+from ._checks import check_heads, check_positive_int
 from .kv_cache import KVCache
 from .layers import check_torch_mask
 from .rope import apply_rope
@@ -134,8 +135,10 @@ class Attention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
                  rope_base: float = 10000.0, impl: str = "manual"):
         super().__init__()
-        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        if d_model % n_heads or n_heads % n_kv_heads or (d_model // n_heads) % 2:
+        d_model, n_heads = check_heads(d_model, n_heads)
+        n_kv_heads = n_heads if n_kv_heads is None else check_positive_int(n_kv_heads,
+                                                                           "n_kv_heads")
+        if n_heads % n_kv_heads or (d_model // n_heads) % 2:
             raise ValueError(f"need d_model={d_model} divisible by n_heads={n_heads}, n_heads by "
                              f"n_kv_heads={n_kv_heads}, and an even head width for RoPE.")
         if impl not in _IMPLS:
@@ -302,8 +305,7 @@ def generate(model: TinyDecoder, prompt, n_new: int, use_cache: bool = True, pad
     ``logits[:, s]`` are the logits that chose token ``s``. A ``cache`` passed
     in is used as it is, **not reset**: pass an empty one for a new prompt.
     """
-    if isinstance(n_new, bool) or not isinstance(n_new, int) or n_new < 1:
-        raise ValueError(f"n_new must be a positive int; got {n_new!r}.")
+    n_new = check_positive_int(n_new, "n_new")
     b = prompt.shape[0]
     pad = torch.zeros(prompt.shape, dtype=torch.bool) if padding is None else padding
     no_pad = torch.zeros(b, 1, dtype=torch.bool)

@@ -15,9 +15,22 @@ the absolute position and the padding flag of every cached token
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
+from ._checks import DTypeError, check_positive_int
+
 __all__ = ["KVCache", "LayerCache", "kv_cache_bytes"]
+
+
+def _non_negative_int(n, name: str) -> int:
+    """``n`` as a Python int >= 0 (NumPy integers too), as ``_checks.check_positive_int``
+    words it: ``DTypeError`` for a bool or non-integer, ``ValueError`` below 0."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise DTypeError(f"{name} must be a non-negative int; got {n!r}.")
+    if n < 0:
+        raise ValueError(f"{name} must be a non-negative int; got {n!r}.")
+    return int(n)
 
 
 def kv_cache_bytes(n_layers: int, batch: int, n_kv_heads: int, length: int, d_head: int,
@@ -27,15 +40,15 @@ def kv_cache_bytes(n_layers: int, batch: int, n_kv_heads: int, length: int, d_he
     The 2 is for K and V; ``bytes`` is the size of one element of ``dtype``
     (4 for float32, 2 for bfloat16). The positions and padding flags a
     :class:`KVCache` also keeps are ``(B, T)``, independent of the model's width,
-    and are not counted. Refuses negative or non-integer sizes.
+    and are not counted. Sizes may be NumPy integers. Refuses a negative size
+    (``ValueError``) and a bool or non-integer one (``DTypeError``).
     """
     sizes = {"n_layers": n_layers, "batch": batch, "n_kv_heads": n_kv_heads,
              "length": length, "d_head": d_head}
+    product = 2 * torch.empty((), dtype=dtype).element_size()
     for name, n in sizes.items():
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValueError(f"{name} must be a non-negative int; got {n!r}.")
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    return 2 * n_layers * batch * n_kv_heads * length * d_head * itemsize
+        product *= _non_negative_int(n, name)  # Python ints: no int64 overflow
+    return product
 
 
 class LayerCache:
@@ -58,10 +71,7 @@ class LayerCache:
     """
 
     def __init__(self, max_len: int | None = None):
-        if max_len is not None and (isinstance(max_len, bool) or not isinstance(max_len, int)
-                                    or max_len < 1):
-            raise ValueError(f"max_len must be a positive int or None; got {max_len!r}.")
-        self.max_len = max_len
+        self.max_len = None if max_len is None else check_positive_int(max_len, "max_len")
         self.k = self.v = None
 
     @property
@@ -142,10 +152,9 @@ class KVCache:
     """
 
     def __init__(self, n_layers: int, max_len: int | None = None):
-        if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
-            raise ValueError(f"n_layers must be a positive int; got {n_layers!r}.")
+        n_layers = check_positive_int(n_layers, "n_layers")
         self.layers = [LayerCache(max_len) for _ in range(n_layers)]
-        self.max_len = max_len
+        self.max_len = self.layers[0].max_len  # checked: an int or None
         self.positions = self.padding = None
 
     @property

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import torch
 
+from ._checks import check_positive_int
+
 __all__ = ["apply_rope", "rope_angles"]
 
 
@@ -31,8 +33,9 @@ def rope_angles(positions, d_head: int, base: float = 10000.0, dtype=torch.float
     ``dtype``, so large positions do not lose precision before the cos and sin.
 
     Refuses a non-integer ``positions`` (``TypeError``: a float position is
-    usually a mask or a length passed by mistake), an odd or non-positive
-    ``d_head`` and a ``base`` not above 1 (``ValueError``).
+    usually a mask or a length passed by mistake), a ``d_head`` that is not a
+    positive int (NumPy integers are ints) or is odd, and a ``base`` not above 1
+    (``ValueError``).
     """
     if not isinstance(positions, torch.Tensor):
         positions = torch.as_tensor(positions)
@@ -40,7 +43,8 @@ def rope_angles(positions, d_head: int, base: float = 10000.0, dtype=torch.float
             positions.dtype == torch.bool:
         raise TypeError(f"positions must be an integer tensor (absolute positions); "
                         f"got {positions.dtype}.")
-    if isinstance(d_head, bool) or not isinstance(d_head, int) or d_head < 2 or d_head % 2:
+    d_head = check_positive_int(d_head, "d_head")  # NumPy integers too
+    if d_head % 2:
         raise ValueError(f"RoPE rotates pairs of channels, so d_head must be a positive even "
                          f"int; got {d_head!r}.")
     if not base > 1:
