@@ -289,6 +289,25 @@ def test_generate_takes_a_numpy_integer_count():
     assert torch.equal(tokens, generate(_model(), _prompt(), 3)[0])
 
 
+@pytest.mark.parametrize("impl", ["manual", "sdpa"])
+def test_grouped_attention_refuses_keys_of_length_zero(impl):
+    q, kv = torch.randn(1, 2, 2, 4), torch.randn(1, 1, 0, 4)
+    with pytest.raises(ValueError, match=r"k has no positions \(Tk=0"):
+        gqa_attention(q, kv, kv, impl=impl)
+
+
+def test_grouped_attention_refuses_a_head_width_of_zero():
+    q, kv = torch.randn(1, 2, 2, 0), torch.randn(1, 1, 3, 0)
+    with pytest.raises(ValueError, match=r"no features \(d_k=0"):
+        gqa_attention(q, kv, kv)
+
+
+def test_grouped_attention_refuses_zero_kv_heads():
+    q, kv = torch.randn(1, 2, 2, 4), torch.randn(1, 0, 3, 4)
+    with pytest.raises(ValueError, match="H_kv=0"):
+        gqa_attention(q, kv, kv)
+
+
 def test_refuses_an_unknown_impl():
     with pytest.raises(ValueError, match="impl"):
         gqa_attention(torch.zeros(1, 1, 1, 2), torch.zeros(1, 1, 1, 2), torch.zeros(1, 1, 1, 2),

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import masks
-from ._checks import check_heads, check_positive_int
+from ._checks import check_has_features, check_has_keys, check_heads, check_positive_int
 from .kv_cache import KVCache
 from .layers import check_torch_mask
 from .rope import apply_rope
@@ -58,6 +58,7 @@ def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
     floating dtype, which the output keeps. Scale ``1/sqrt(dh)``.
 
     Refuses ``H`` not a multiple of ``H_kv``, mismatched batch, width or dtype,
+    no key (``Tk = 0``), no feature (``dh = 0``), no head (``H`` or ``H_kv = 0``),
     an unknown ``impl``, and the masks :func:`mha.layers.check_torch_mask`
     refuses (non-bool, not broadcastable, a fully masked row).
     """
@@ -74,6 +75,11 @@ def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
     if k.shape != v.shape or bk != b or dhk != dh:
         raise ValueError(f"q (B, H, Tq, dh) and k, v (B, H_kv, Tk, dh) must share B and dh; got "
                          f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}.")
+    check_has_features(q.shape, k.shape)
+    check_has_keys(k.shape, "k")
+    if h == 0 or h_kv == 0:
+        raise ValueError(f"q and k, v need at least one head; got H={h} and H_kv={h_kv} "
+                         f"(q {tuple(q.shape)}, k {tuple(k.shape)}).")
     if h % h_kv:
         raise ValueError(f"n_heads={h} is not a multiple of n_kv_heads={h_kv}: every K/V head "
                          "must serve the same number of query heads.")
