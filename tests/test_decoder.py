@@ -289,6 +289,11 @@ def test_generate_takes_a_numpy_integer_count():
     assert torch.equal(tokens, generate(_model(), _prompt(), 3)[0])
 
 
+def test_generate_refuses_an_empty_prompt():
+    with pytest.raises(ValueError, match=r"at least one token.*\(1, 0\)"):
+        generate(_model(), torch.zeros(1, 0, dtype=torch.long), 2)
+
+
 @pytest.mark.parametrize("impl", ["manual", "sdpa"])
 def test_grouped_attention_refuses_keys_of_length_zero(impl):
     q, kv = torch.randn(1, 2, 2, 4), torch.randn(1, 1, 0, 4)

@@ -310,8 +310,13 @@ def generate(model: TinyDecoder, prompt, n_new: int, use_cache: bool = True, pad
     the newest token; without it, each step reruns the whole sequence so far.
     ``logits[:, s]`` are the logits that chose token ``s``. A ``cache`` passed
     in is used as it is, **not reset**: pass an empty one for a new prompt.
+    Refuses an empty prompt (``T0 = 0``) and what the model refuses.
     """
     n_new = check_positive_int(n_new, "n_new")
+    if model._check_tokens(prompt).shape[1] == 0:
+        raise ValueError(f"the prompt must hold at least one token: (B, T0) with T0 >= 1; got "
+                         f"shape {tuple(prompt.shape)}. Greedy decoding starts from the logits "
+                         "of the prompt's last token.")
     b = prompt.shape[0]
     pad = torch.zeros(prompt.shape, dtype=torch.bool) if padding is None else padding
     no_pad = torch.zeros(b, 1, dtype=torch.bool)
