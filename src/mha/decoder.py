@@ -12,7 +12,7 @@ Masks follow the package convention (bool, **True = blocked**) and are built
 from *absolute positions* with :func:`mha.masks.mask_from_positions`: a query
 at position ``p`` may read a cached key at position ``<= p``. They cross into
 SDPA with :func:`mha.masks.to_sdpa`. One new query over keys that are all
-real (no padding, no window) needs no mask at all, and gets none.
+real and not after it (no padding, no window) needs no mask at all, and gets none.
 """
 
 from __future__ import annotations
@@ -107,14 +107,16 @@ def attention_mask(query_positions, key_positions, key_padding=None, window=None
     query that is padding itself reads only its own key (its output is never
     used; this keeps its row from being fully masked).
 
-    One query (``Tq == 1``) with no padding and no window returns None without
-    building anything: the newest token may read every cached key.
+    One query (``Tq == 1``) with no padding, no window and no key after it
+    (the usual decode step) returns None without building a mask: the newest
+    token may read every cached key.
     """
     b, t_q = query_positions.shape
     t_k = key_positions.shape[1]
     padded = key_padding is not None and bool(key_padding.any())
-    if t_q == 1 and not padded and window is None:
-        return None
+    if t_q == 1 and not padded and window is None and \
+            bool((key_positions <= query_positions).all()):
+        return None  # the usual decode step: no key after the query
     qp, kp = query_positions.cpu().numpy(), key_positions.cpu().numpy()
     rows = [masks.mask_from_positions(qp[i], kp[i], window=window) for i in range(b)]
     blocked = torch.from_numpy(np.stack(rows)).to(query_positions.device)  # (B, Tq, Tk)
