@@ -299,3 +299,31 @@ def check_mask(mask, scores_shape: tuple[int, ...], who: str = "the mask",
         if np.any(fully):
             raise ValueError(fully_masked_row_message(first_index(fully), who))
     return m
+
+
+def check_mask_rank(shape: tuple[int, ...]) -> None:
+    """Refuse (``ValueError``) a multi-head module's mask that is neither 2-D nor 4-D.
+
+    ``shape`` is the mask's own shape, already checked to broadcast to the
+    scores ``(B, H, Tq, Tk)``. ``(Tq, Tk)`` is shared by every sequence and head;
+    a 4-D mask names its axes. A 3-D mask could be ``(B, Tq, Tk)`` or
+    ``(H, Tq, Tk)``: broadcasting reads it as the second, so a per-sequence mask
+    would land on the heads. A 1-D mask does not say whose keys it blocks. The
+    NumPy class and the torch module both use it, with this one wording.
+    """
+    shape = tuple(shape)
+    if len(shape) in (2, 4):
+        return
+    head = "mask must be (Tq, Tk) or 4-D (B, 1|H, 1|Tq, Tk); "
+    if len(shape) == 1:
+        raise ValueError(
+            f"{head}got a 1-D mask of shape {shape}, which does not say whose keys it "
+            "blocks: key padding per sequence goes in key_padding_mask as (B, Tk); the same "
+            "keys blocked for every query and sequence is mask[None, :], shape (1, Tk)."
+        )
+    if len(shape) == 3:
+        raise ValueError(
+            f"{head}got shape {shape}. A 3-D mask is ambiguous (batch or heads first?): "
+            "add the missing axis yourself, e.g. mask[:, None] for (B, 1, Tq, Tk)."
+        )
+    raise ValueError(f"{head}got shape {shape}.")

@@ -30,6 +30,7 @@ from ._checks import (
     check_flag,
     check_has_keys,
     check_heads,
+    check_mask_rank,
     check_scale,
     fully_masked_row_message,
     mask_dtype_hint,
@@ -275,19 +276,7 @@ class MultiHeadAttention(nn.Module):
         parts = []
         if mask is not None:
             mask = check_torch_mask(mask, shape, "mask", device, check_rows=False)
-            if mask.ndim == 1:
-                raise ValueError(
-                    f"mask must be (Tq, Tk) or 4-D (B, 1|H, 1|Tq, Tk); got a 1-D mask of shape "
-                    f"{tuple(mask.shape)}, which does not say whose keys it blocks: key padding "
-                    "per sequence goes in key_padding_mask as (B, Tk); the same keys blocked "
-                    "for every query and sequence is mask[None, :], shape (1, Tk)."
-                )
-            if mask.ndim not in (2, 4):
-                raise ValueError(
-                    f"mask must be (Tq, Tk) or 4-D (B, 1|H, 1|Tq, Tk); got shape "
-                    f"{tuple(mask.shape)}. A 3-D mask is ambiguous (batch or heads first?): "
-                    "add the missing axis yourself, e.g. mask[:, None] for (B, 1, Tq, Tk)."
-                )
+            check_mask_rank(tuple(mask.shape))
             parts.append(mask)
         if key_padding_mask is not None:
             b, _, _, t_k = shape

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_float_array, check_flag, check_has_keys, check_heads, check_positive_int
+from ._checks import (
+    as_float_array,
+    check_flag,
+    check_has_keys,
+    check_heads,
+    check_mask,
+    check_mask_rank,
+    check_positive_int,
+)
 from .reference import attention
 
 __all__ = ["MultiHeadAttention", "split_heads", "merge_heads"]
@@ -76,9 +84,10 @@ class MultiHeadAttention:
 
     ``mha(x)`` is self-attention; ``mha(x, context)`` is cross-attention
     (queries from ``x (B, Tq, C)``, keys/values from ``context (B, Tk, C)``).
-    ``mask`` follows the package convention (True = blocked), broadcastable
-    to ``(B, H, Tq, Tk)``; ``is_causal=True`` blocks the future with the queries
-    as the last Tq key positions (lower-right), and ``scale`` replaces
+    ``mask`` follows the package convention (True = blocked): ``(Tq, Tk)`` or
+    4-D ``(B, 1|H, 1|Tq, Tk)``, as for the torch module; ``is_causal=True``
+    blocks the future with the queries as the last Tq key positions
+    (lower-right), and ``scale`` replaces
     ``1/sqrt(dh)``, both as in :func:`mha.attention`. Returns
     ``(out (B, Tq, C), weights (B, H, Tq, Tk))``.
 
@@ -101,8 +110,10 @@ class MultiHeadAttention:
     ``bias`` that is not True / False, a non-floating dtype. At call time:
     inputs that are not ``(B, T, C)`` with the model's ``C``, ``x`` and
     ``context`` with different ``B``, keys of length 0 (``Tk = 0``; ``Tq = 0``
-    is fine and gives ``(B, 0, C)``), and whatever :func:`mha.attention`
-    refuses (bad values, a bad or fully blocking mask).
+    is fine and gives ``(B, 0, C)``), a mask that is neither 2-D nor 4-D (a
+    3-D mask is ambiguous: broadcasting would read ``(B, Tq, Tk)`` as
+    ``(H, Tq, Tk)``), and whatever :func:`mha.attention` refuses (bad values, a
+    bad or fully blocking mask).
     """
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = False, seed: int = 0,
@@ -147,6 +158,11 @@ class MultiHeadAttention:
                     f"context has shape {context.shape}."
                 )
         check_has_keys(context.shape, "x" if context is x else "context")
+        if mask is not None:
+            # As the torch module: dtype and broadcasting first, then the rank (2-D or 4-D).
+            shape = (x.shape[0], self.n_heads, x.shape[1], context.shape[1])  # (B, H, Tq, Tk)
+            check_mask(mask, shape, check_rows=False)
+            check_mask_rank(np.shape(mask))
         q = split_heads(self._project(x, self.w_q, self.b_q), self.n_heads)  # (B, H, Tq, dh)
         k = split_heads(self._project(context, self.w_k, self.b_k), self.n_heads)  # (B, H, Tk, dh)
         v = split_heads(self._project(context, self.w_v, self.b_v), self.n_heads)  # (B, H, Tk, dh)
