@@ -289,6 +289,40 @@ def test_refuses_a_cache_filled_with_another_batch():
         model(_prompt(b=1), cache=cache)
 
 
+def test_a_refused_step_leaves_the_cache_as_it_was():
+    model, cache = _model(), _model().new_cache()
+    model(_prompt(b=1, t=3), cache=cache)
+    model.double()
+    with pytest.raises(TypeError, match="Convert the model or reset the cache"):
+        model(torch.tensor([[4]]), cache=cache)
+    assert cache.length == 3 and [layer.length for layer in cache.layers] == [3, 3]
+
+
+def test_after_a_refused_step_converting_the_model_back_gives_the_clean_logits():
+    model, cache, clean = _model(), _model().new_cache(), _model().new_cache()
+    model(_prompt(b=1, t=3), cache=cache)
+    model(_prompt(b=1, t=3), cache=clean)
+    with pytest.raises(TypeError):
+        model.double()(torch.tensor([[4]]), cache=cache)
+    model.float()
+    torch.testing.assert_close(model(torch.tensor([[4]]), cache=cache),
+                               model(torch.tensor([[4]]), cache=clean), rtol=0, atol=0)
+
+
+def test_refuses_a_cache_whose_layers_and_positions_disagree():
+    model, cache = _model(), _model().new_cache()
+    model(_prompt(b=1, t=3), cache=cache)
+    cache[1].append(torch.zeros(1, 4, 5, 8), torch.zeros(1, 4, 5, 8))  # layer 1: 3 + 5
+    with pytest.raises(ValueError, match="out of step.*layer 1 holds 8.*reset"):
+        model(torch.tensor([[4]]), cache=cache)
+
+
+@pytest.mark.parametrize("window", [0, -1, 2.0, True])
+def test_refuses_a_window_that_is_not_a_positive_int(window):
+    with pytest.raises(ValueError, match=f"window must be a positive int; got {window!r}"):
+        _model(window=window)
+
+
 def test_refuses_heads_that_do_not_group():
     with pytest.raises(ValueError, match="n_kv_heads=3"):
         _model(n_kv_heads=3)

@@ -162,3 +162,17 @@ def test_the_formula_takes_numpy_integers():
 def test_refuses_a_float_length_in_the_formula():
     with pytest.raises(TypeError, match="length must be a non-negative int; got 16.0"):
         kv_cache_bytes(1, 1, 1, 16.0, 8)
+
+
+def test_rollback_on_error_restores_positions_and_every_layer():
+    cache = KVCache(2)
+    positions, padding = torch.arange(3)[None], torch.zeros(1, 3, dtype=torch.bool)
+    cache.add_tokens(positions, padding)
+    k, v = _kv(b=1, t=3)
+    cache[0].append(k, v)
+    with pytest.raises(RuntimeError, match="refused"), cache.rollback_on_error():
+        cache.add_tokens(positions + 3, padding)
+        cache[0].append(k, v)
+        raise RuntimeError("refused")
+    assert cache.length == 3 and cache[0].length == 3 and cache[1].length == 0
+    assert torch.equal(cache.positions, positions) and torch.equal(cache[0].k, k)

@@ -209,8 +209,10 @@ class TinyDecoder(nn.Module):
 
     Refuses tokens that are not a ``(B, T)`` integer tensor or lie outside the
     vocabulary, padding or positions of another shape (or float positions), a
-    cache with another number of layers, and what the cache refuses (batch,
-    dtype, ``max_len``).
+    cache with another number of layers or out of step (layers holding other
+    lengths than its positions), and what the cache refuses (batch, dtype,
+    ``max_len``); a refused step leaves the cache exactly as it was. Refuses a
+    ``window`` that is not a positive int or None at construction.
     """
 
     def __init__(self, vocab_size: int, d_model: int = 32, n_heads: int = 4,
@@ -218,6 +220,7 @@ class TinyDecoder(nn.Module):
                  tie_weights: bool = False, rope_base: float = 10000.0,
                  window: int | None = None, impl: str = "manual", attention_only: bool = False):
         super().__init__()
+        window = None if window is None else check_positive_int(window, "window")
         self.vocab_size, self.window = vocab_size, window
         self.embed = nn.Embedding(vocab_size, d_model)
         self.blocks = nn.ModuleList(Block(d_model, n_heads, n_kv_heads, d_mlp, rope_base, impl,
@@ -236,6 +239,15 @@ class TinyDecoder(nn.Module):
         return KVCache(self.n_layers, max_len)
 
     def forward(self, tokens, positions=None, cache=None, padding=None):
+        if cache is None:
+            return self._forward(tokens, positions, None, padding)
+        if cache.n_layers != self.n_layers:
+            raise ValueError(f"the cache has {cache.n_layers} layers, the model {self.n_layers}.")
+        cache.check_in_step()
+        with cache.rollback_on_error():  # a refused step leaves the cache as it was
+            return self._forward(tokens, positions, cache, padding)
+
+    def _forward(self, tokens, positions, cache, padding):
         tokens = self._check_tokens(tokens)
         b, t = tokens.shape
         if padding is None:
@@ -243,8 +255,6 @@ class TinyDecoder(nn.Module):
         elif not isinstance(padding, torch.Tensor) or padding.dtype != torch.bool or \
                 tuple(padding.shape) != (b, t):
             raise TypeError(f"padding must be a bool tensor (B, T) = {(b, t)}, True = padding.")
-        if cache is not None and cache.n_layers != self.n_layers:
-            raise ValueError(f"the cache has {cache.n_layers} layers, the model {self.n_layers}.")
         if positions is None:
             start = cache.next_positions(b, tokens.device) if cache is not None else \
                 torch.zeros(b, dtype=torch.long, device=tokens.device)

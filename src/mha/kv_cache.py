@@ -15,6 +15,8 @@ the absolute position and the padding flag of every cached token
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import torch
 
@@ -181,6 +183,33 @@ class KVCache:
         for layer in self.layers:
             layer.reset()
         self.positions = self.padding = None
+
+    @contextmanager
+    def rollback_on_error(self):
+        """``with cache.rollback_on_error(): ...``: if the block raises, the cache is
+        left exactly as it was before it (positions, padding and every layer).
+
+        A model's forward records the new tokens, then appends layer by layer; a
+        layer that refuses (a dtype, a max_len) would otherwise leave the cache
+        counting tokens some layers never stored. Cheap: it keeps references, not
+        copies (an append builds new tensors, it never writes into the old ones).
+        """
+        saved = self.positions, self.padding, [(layer.k, layer.v) for layer in self.layers]
+        try:
+            yield self
+        except BaseException:
+            self.positions, self.padding = saved[0], saved[1]
+            for layer, (k, v) in zip(self.layers, saved[2], strict=True):
+                layer.k, layer.v = k, v
+            raise
+
+    def check_in_step(self) -> None:
+        """Refuse (``ValueError``) a cache whose layers do not all hold :attr:`length` tokens."""
+        for i, layer in enumerate(self.layers):
+            if layer.length != self.length:
+                raise ValueError(
+                    f"the cache is out of step: its positions count {self.length} tokens but "
+                    f"layer {i} holds {layer.length}; reset it (cache.reset()) and prefill again.")
 
     def next_positions(self, batch: int, device=None):
         """``(B,)`` long: the position of each sequence's next token (0 when empty)."""
