@@ -80,6 +80,45 @@ def test_run_four_paths_refuses_a_fully_masked_row():
         compare.run_four_paths(compare.seeded_module(C, H), query(), mask=everything)
 
 
+# -- run_nn_multihead: package masks into nn.MultiheadAttention -------------------
+
+def _layer():
+    return to_nn_multihead(compare.seeded_module(C, H))
+
+
+def test_run_nn_multihead_refuses_a_float_key_padding_mask():
+    zero_one = PADDING.astype(np.float64)  # nn.MultiheadAttention would read it as additive
+    with pytest.raises(TypeError, match="must be boolean with True = blocked"):
+        compare.run_nn_multihead(_layer(), query(), key_padding_mask=zero_one)
+
+
+def test_run_nn_multihead_refuses_a_fully_padded_sequence():
+    everything = torch.ones(B, T, dtype=torch.bool)
+    with pytest.raises(ValueError, match="fully masked row: the key_padding_mask blocks"):
+        compare.run_nn_multihead(_layer(), query(), key_padding_mask=everything)
+
+
+def test_run_nn_multihead_refuses_a_row_the_two_masks_block_together():
+    first_key_only = np.ones((T, T), dtype=bool)
+    first_key_only[:, 0] = False
+    padding = np.zeros((B, T), dtype=bool)
+    padding[1, 0] = True  # sequence 1 loses its only open key
+    with pytest.raises(ValueError, match="the mask combined with key_padding_mask blocks every "
+                                         r"key for query 0 of batch/head index \(1, 0\)"):
+        compare.run_nn_multihead(_layer(), query(), mask=first_key_only, key_padding_mask=padding)
+
+
+def test_run_nn_multihead_refuses_a_key_padding_mask_of_another_shape():
+    with pytest.raises(ValueError, match=r"key_padding_mask must be \(B, Tk\) = \(2, 5\)"):
+        compare.run_nn_multihead(_layer(), query(), key_padding_mask=PADDING[:, None, None])
+
+
+def test_gradients_of_nn_multihead_refuse_a_fully_padded_sequence():
+    everything = torch.ones(B, T, dtype=torch.bool)
+    with pytest.raises(ValueError, match="fully masked row"):
+        compare.gradients(_layer(), query(), key_padding_mask=everything)
+
+
 # -- max_differences, magnitude, format_table -------------------------------------
 
 def test_max_differences_measures_each_array_against_the_reference():

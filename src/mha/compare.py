@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from . import masks
-from .layers import MultiHeadAttention
+from .layers import MultiHeadAttention, check_torch_mask
 from .torch_transfer import to_nn_multihead, to_nn_multihead_masks, to_numpy
 
 __all__ = ["PATHS", "FourPaths", "run_four_paths", "attention_kernels", "max_differences",
@@ -59,15 +59,32 @@ class FourPaths:
     blocked: np.ndarray | None
 
 
-def _nn_masks(mask, key_padding_mask, n_heads, b, t_q):
-    """Package masks -> ``(attn_mask, key_padding_mask)`` for ``nn.MultiheadAttention``."""
-    attn_mask, padding = None, None
+def _nn_masks(mask, key_padding_mask, n_heads, b, t_q, t_k):
+    """Package masks -> ``(attn_mask, key_padding_mask)`` for ``nn.MultiheadAttention``.
+
+    Checked as :class:`mha.layers.MultiHeadAttention` checks them (bool only,
+    True = blocked; no fully masked row, the two combined): ``nn.MultiheadAttention``
+    would read a float mask as additive and return NaN for a row with no key.
+    """
+    attn_mask, padding, parts, names = None, None, [], []
     if mask is not None:
         attn_mask, padding = to_nn_multihead_masks(torch.as_tensor(mask), n_heads,
                                                    batch_size=b, tgt_len=t_q)
+        parts.append(torch.as_tensor(mask))
+        names.append("mask")
     if key_padding_mask is not None:
-        given = torch.as_tensor(key_padding_mask)
+        given = key_padding_mask if isinstance(key_padding_mask, torch.Tensor) else \
+            np.asarray(key_padding_mask)
+        if tuple(given.shape) != (b, t_k):
+            raise ValueError(f"key_padding_mask must be (B, Tk) = {(b, t_k)} with True = "
+                             f"padded; got shape {tuple(given.shape)}.")
+        given = check_torch_mask(given, (b, t_k), "key_padding_mask", check_rows=False)
         padding = given if padding is None else padding | given
+        parts.append(masks.key_padding_to_4d(given))
+        names.append("key_padding_mask")
+    if parts:  # each part may leave open keys that the other blocks
+        check_torch_mask(masks.combine(*parts), (b, n_heads, t_q, t_k),
+                         " combined with ".join(names))
     return attn_mask, padding
 
 
@@ -78,10 +95,12 @@ def run_nn_multihead(layer: nn.MultiheadAttention, query, context=None, mask=Non
     ``query (B, Tq, C)``, ``context (B, Tk, C)`` or None (self-attention);
     ``mask`` as for :class:`mha.layers.MultiHeadAttention`, ``key_padding_mask
     (B, Tk)``. Returns ``(out (B, Tq, C), per-head weights (B, H, Tq, Tk) or None)``.
+    Refuses what the package module refuses: a non-bool mask or key padding, a key
+    padding not ``(B, Tk)``, a row that the masks, alone or combined, fully block.
     """
     kv = query if context is None else context
     attn_mask, padding = _nn_masks(mask, key_padding_mask, layer.num_heads, query.shape[0],
-                                   query.shape[1])
+                                   query.shape[1], kv.shape[1])
     return layer(query, kv, kv, attn_mask=attn_mask, key_padding_mask=padding,
                  need_weights=need_weights, average_attn_weights=False)
 
