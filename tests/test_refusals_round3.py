@@ -13,8 +13,10 @@ import numpy as np
 import pytest
 import torch
 
-from mha import layers
-from mha.torch_transfer import to_numpy
+import mha
+from mha import layers, masks
+from mha._checks import DTypeError
+from mha.torch_transfer import sdpa_attention, to_numpy
 
 B, H, T, C = 2, 2, 3, 4
 
@@ -76,3 +78,60 @@ def test_a_0d_mask_gets_the_generic_rank_message_not_the_3d_one():
     with pytest.raises(ValueError) as info:
         numpy_module(x_numpy(), mask=np.array(False))
     assert "got shape ()." in str(info.value) and "3-D" not in str(info.value)
+
+
+# -- F12: one exception class and one wording for a dtype refusal ----------------
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float32], ids=["0/1 integer", "float"])
+def test_a_non_bool_mask_gets_one_class_and_one_message_on_both_sides(dtype):
+    torch_module, numpy_module = both_modules()
+    x, m = x_numpy(), np.zeros((T, T), dtype=dtype)
+    expected = refusal(lambda: mha.attention(x, x, x, mask=m))
+    assert expected[0] is DTypeError
+    xt, mt = torch.from_numpy(x), torch.from_numpy(m)
+    assert refusal(lambda: numpy_module(x, mask=m)) == expected
+    assert refusal(lambda: torch_module(xt, mask=mt)) == expected
+    assert refusal(lambda: sdpa_attention(xt, xt, xt, mask=mt)) == expected
+    assert refusal(lambda: layers.check_torch_mask(mt, (T, T))) == expected
+
+
+def test_a_non_bool_key_padding_mask_is_a_dtype_error_naming_the_argument():
+    torch_module, _ = both_modules()
+    kind, words = refusal(lambda: torch_module(torch.zeros(B, T, C, dtype=torch.float64),
+                                               key_padding_mask=torch.zeros(B, T)))
+    assert kind is DTypeError
+    assert words.startswith("key_padding_mask must be boolean with True = blocked; got dtype "
+                            "float32.")
+
+
+def test_sdpa_attention_refuses_mixed_dtypes_with_a_dtype_error():
+    q = torch.zeros(1, 2, 4)
+    kind, words = refusal(lambda: sdpa_attention(q, q.double(), q))
+    assert kind is DTypeError
+    assert words == "q, k, v must share one dtype; got torch.float32, torch.float64, torch.float32."
+
+
+def test_sdpa_attention_refuses_an_integer_tensor_with_a_dtype_error():
+    q = torch.zeros(1, 2, 4)
+    assert refusal(lambda: sdpa_attention(q.long(), q, q))[0] is DTypeError
+
+
+def test_the_module_refuses_an_input_of_another_dtype_with_a_dtype_error():
+    torch_module, _ = both_modules()
+    kind, words = refusal(lambda: torch_module(torch.zeros(B, T, C)))
+    assert kind is DTypeError and words.startswith("query has dtype torch.float32 but the module")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: masks.to_sdpa(torch.zeros(2, 2)),
+    lambda: masks.combine(np.zeros((2, 2), int)),
+    lambda: masks.key_padding_to_4d(torch.zeros(2, 2)),
+    lambda: masks.to_additive(np.array([False, True]), dtype=np.int64),
+    lambda: masks.to_additive(torch.tensor([False, True]), dtype=torch.int64),
+    lambda: masks.from_additive(torch.tensor([True])),
+    lambda: masks.mask_from_positions(np.array([0.0]), np.arange(2)),
+], ids=["to_sdpa", "combine", "key_padding_to_4d", "to_additive numpy dtype",
+        "to_additive torch dtype", "from_additive", "mask_from_positions"])
+def test_the_mask_functions_refuse_a_wrong_dtype_with_a_dtype_error(call):
+    assert refusal(call)[0] is DTypeError

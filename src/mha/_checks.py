@@ -143,6 +143,22 @@ def mask_dtype_hint(m) -> str:
     return ""
 
 
+def dtype_name(dtype) -> str:
+    """A dtype's name without the ``torch.`` prefix: ``int64`` for NumPy and torch alike,
+    so one refusal reads the same on both sides."""
+    return str(dtype).removeprefix("torch.")
+
+
+def non_bool_mask_message(name: str, mask) -> str:
+    """The one wording for a mask that is not boolean, NumPy array or torch tensor.
+
+    Raised as :class:`DTypeError` by :func:`check_mask`, by the torch side's
+    ``mha.layers.check_torch_mask`` and so by every attention function's ``mask=``.
+    """
+    return (f"{name} must be boolean with True = blocked; got dtype {dtype_name(mask.dtype)}."
+            f"{mask_dtype_hint(mask)}")
+
+
 def fully_masked_row_message(where: tuple[int, ...], who: str = "the mask") -> str:
     """The one wording for a mask that blocks every key of a query, NumPy and torch.
 
@@ -282,9 +298,7 @@ def check_mask(mask, scores_shape: tuple[int, ...], who: str = "the mask",
     """
     m = np.asarray(mask)
     if m.dtype != bool:
-        raise DTypeError(
-            f"mask must be boolean with True = blocked; got dtype {m.dtype}.{mask_dtype_hint(m)}"
-        )
+        raise DTypeError(non_bool_mask_message("mask", m))
     try:
         m = np.broadcast_to(m, scores_shape)
     except ValueError:

@@ -25,6 +25,7 @@ from torch import nn
 
 from . import masks
 from ._checks import (
+    DTypeError,
     check_causal_lengths,
     check_dropout,
     check_flag,
@@ -33,7 +34,7 @@ from ._checks import (
     check_mask_rank,
     check_scale,
     fully_masked_row_message,
-    mask_dtype_hint,
+    non_bool_mask_message,
 )
 
 __all__ = ["MultiHeadAttention", "causal_mask_torch", "check_torch_mask"]
@@ -47,7 +48,8 @@ def check_torch_mask(mask, shape: tuple[int, ...], name: str = "mask", device=No
 
     ``mask`` is a bool tensor or NumPy array broadcastable to ``shape``
     ``(..., Tq, Tk)``, e.g. ``(B, H, Tq, Tk)``; it is returned as a bool tensor
-    on ``device`` (not expanded). Refuses a non-boolean mask (``TypeError``: the
+    on ``device`` (not expanded). Refuses a non-boolean mask (``DTypeError``, a
+    ``TypeError`` and a ``ValueError``, with :func:`mha.attention`'s words: the
     convention must be chosen by an explicit conversion), a mask that does not
     broadcast to ``shape`` (``ValueError``), and a mask that blocks every key for
     some query (``ValueError``: softmax would return NaN; skipped with
@@ -81,9 +83,8 @@ def check_torch_mask(mask, shape: tuple[int, ...], name: str = "mask", device=No
     return mask
 
 
-def _non_bool_error(name, mask) -> TypeError:
-    return TypeError(f"{name} must be boolean with True = blocked (the package convention); "
-                     f"got dtype {mask.dtype}.{mask_dtype_hint(mask)}")
+def _non_bool_error(name, mask) -> DTypeError:
+    return DTypeError(non_bool_mask_message(name, mask))
 
 
 class MultiHeadAttention(nn.Module):
@@ -131,12 +132,13 @@ class MultiHeadAttention(nn.Module):
     and a ``ValueError``, for a non-int), ``d_model % n_heads != 0``, a
     ``dropout`` that is not a number in ``[0, 1)``, ``bias`` or ``packed_qkv``
     that is not True / False. Refuses at call time (message names the problem):
-    inputs not ``(B, T, C)``, of another dtype, or key/value batch or length
-    mismatch; keys of length 0 (``Tk = 0``: the output would be ``out_proj.bias``
-    everywhere; ``Tq = 0`` is fine and gives ``(B, 0, C)``); a
-    non-bool mask; a mask that does not broadcast to ``(B, H, Tq, Tk)`` or is
-    neither 2-D nor 4-D; a fully masked row; ``is_causal`` with ``Tq > Tk``; a
-    ``scale`` that is not a finite number >= 0; ``need_weights`` with SDPA.
+    inputs not ``(B, T, C)``, of another dtype (``DTypeError``), or key/value
+    batch or length mismatch; keys of length 0 (``Tk = 0``: the output would be
+    ``out_proj.bias`` everywhere; ``Tq = 0`` is fine and gives ``(B, 0, C)``); a
+    non-bool mask (``DTypeError``, in :func:`mha.attention`'s words); a mask that
+    does not broadcast to ``(B, H, Tq, Tk)`` or is neither 2-D nor 4-D; a fully
+    masked row; ``is_causal`` with ``Tq > Tk``; a ``scale`` that is not a finite
+    number >= 0; ``need_weights`` with SDPA.
     """
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0,
@@ -267,7 +269,7 @@ class MultiHeadAttention(nn.Module):
                              f"got shape {tuple(x.shape)}.")
         own = self.out_proj.weight.dtype
         if x.dtype != own:
-            raise TypeError(f"{name} has dtype {x.dtype} but the module's parameters are {own}; "
+            raise DTypeError(f"{name} has dtype {x.dtype} but the module's parameters are {own}; "
                             f"convert one of them (e.g. x.to({own}) or module.to({x.dtype})).")
         return x
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_causal_lengths, check_mask, first_index, mask_dtype_hint
+from ._checks import DTypeError, check_causal_lengths, check_mask, first_index, mask_dtype_hint
 
 __all__ = [
     "causal_mask",
@@ -60,7 +60,7 @@ def mask_from_positions(query_positions, key_positions, window: int | None = Non
     qp = np.asarray(query_positions)
     kp = np.asarray(key_positions)
     if qp.dtype.kind not in "iu" or kp.dtype.kind not in "iu":
-        raise TypeError(
+        raise DTypeError(
             f"positions must be integer arrays; got {qp.dtype} (queries) and {kp.dtype} (keys)."
         )
     if qp.ndim != 1 or kp.ndim != 1:
@@ -209,8 +209,8 @@ def to_additive(mask, dtype=None):
 
     ``dtype`` defaults to float64 for NumPy and to torch's default float dtype
     for a tensor. Refuses a non-boolean mask, a ``dtype`` that is not floating
-    (``TypeError``: an integer type cannot hold ``-inf``; NumPy would put its
-    minimum there with only a warning), and a fully masked row (adding a row of
+    (``DTypeError``, a ``TypeError``: an integer type cannot hold ``-inf``; NumPy
+    would put its minimum there with only a warning), and a fully masked row (adding a row of
     ``-inf`` makes ``torch.softmax`` return NaN).
     """
     mask = _bool_mask(mask, "to_additive")
@@ -220,12 +220,12 @@ def to_additive(mask, dtype=None):
 
         dtype = torch.get_default_dtype() if dtype is None else dtype
         if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-            raise TypeError(f"to_additive needs a floating dtype to hold -inf; got {dtype}.")
+            raise DTypeError(f"to_additive needs a floating dtype to hold -inf; got {dtype}.")
         zeros = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
         return zeros.masked_fill(mask, -torch.inf)
     dtype = np.dtype(np.float64 if dtype is None else dtype)
     if dtype.kind != "f":
-        raise TypeError(f"to_additive needs a floating dtype to hold -inf; got {dtype}.")
+        raise DTypeError(f"to_additive needs a floating dtype to hold -inf; got {dtype}.")
     return np.where(mask, -np.inf, 0.0).astype(dtype)
 
 
@@ -239,13 +239,13 @@ def from_additive(additive):
         import torch
 
         if not additive.dtype.is_floating_point:
-            raise TypeError(f"an additive mask is floating (0 / -inf); got {additive.dtype}.")
+            raise DTypeError(f"an additive mask is floating (0 / -inf); got {additive.dtype}.")
         if not bool(torch.all((additive == 0) | torch.isneginf(additive))):
             raise ValueError("an additive mask must hold only 0 (allowed) and -inf (blocked).")
         return torch.isneginf(additive)
     a = np.asarray(additive)
     if a.dtype.kind != "f":
-        raise TypeError(f"an additive mask is floating (0 / -inf); got {a.dtype}.")
+        raise DTypeError(f"an additive mask is floating (0 / -inf); got {a.dtype}.")
     bad = ~((a == 0) | np.isneginf(a))
     if np.any(bad):
         raise ValueError(
@@ -262,14 +262,15 @@ def _is_torch(x) -> bool:
 
 
 def _bool_mask(mask, who: str, what: str = "mask (True = blocked)"):
-    """``mask`` as a boolean array (a torch tensor stays a tensor); refuse other dtypes."""
+    """``mask`` as a boolean array (a torch tensor stays a tensor); refuse other dtypes
+    (``DTypeError``, both a ``TypeError`` and a ``ValueError``)."""
     if _is_torch(mask):
         if str(mask.dtype) != "torch.bool":
-            raise TypeError(f"{who} takes a boolean {what}; got {mask.dtype}.")
+            raise DTypeError(f"{who} takes a boolean {what}; got {mask.dtype}.")
         return mask
     m = np.asarray(mask)
     if m.dtype != bool:
-        raise TypeError(f"{who} takes a boolean {what}; got dtype {m.dtype}.{mask_dtype_hint(m)}")
+        raise DTypeError(f"{who} takes a boolean {what}; got dtype {m.dtype}.{mask_dtype_hint(m)}")
     return m
 
 

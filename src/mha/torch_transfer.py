@@ -25,7 +25,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import masks
-from ._checks import check_dropout, check_flag, check_has_features, check_has_keys, check_scale
+from ._checks import (
+    DTypeError,
+    check_dropout,
+    check_flag,
+    check_has_features,
+    check_has_keys,
+    check_scale,
+)
 from .layers import MultiHeadAttention, causal_mask_torch, check_torch_mask
 from .multihead import MultiHeadAttention as NumpyMultiHeadAttention
 
@@ -245,9 +252,10 @@ def sdpa_attention(q, k, v, mask=None, dropout_p: float = 0.0, *, is_causal: boo
     explicit lower-right mask, combined with ``mask``, because SDPA's own flag
     aligns upper-left when ``Tq != Tk``.
 
-    Refuses: q, k, v that are not floating tensors, or a non-boolean mask
-    (``TypeError``); mismatched dtypes, widths, lengths or leading dims,
-    ``Tk = 0`` or ``dh = 0`` (SDPA returns zeros or averages V for them), a
+    Refuses: q, k, v that are not floating tensors of one dtype, or a
+    non-boolean mask (``DTypeError``, both a ``TypeError`` and a ``ValueError``;
+    the mask in :func:`mha.attention`'s words); mismatched widths, lengths or
+    leading dims, ``Tk = 0`` or ``dh = 0`` (SDPA returns zeros or averages V for them), a
     ``dropout_p`` outside ``[0, 1)``, a bad ``scale``, ``is_causal`` with
     ``Tq > Tk``, a mask that does not broadcast, and a fully masked row
     (``ValueError``; SDPA would return NaN or zeros for it, depending on the
@@ -281,9 +289,11 @@ def _check_qkv(q, k, v) -> torch.Size:
     """Refuse unusable q, k, v; return their broadcast leading dims."""
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.ndim < 2:
-            raise TypeError(f"{name} must be a floating tensor (..., T, d); got {_describe(t)}.")
+            # A tensor of the wrong dtype is a DTypeError (a TypeError, as before, too).
+            error = DTypeError if isinstance(t, torch.Tensor) and t.ndim >= 2 else TypeError
+            raise error(f"{name} must be a floating tensor (..., T, d); got {_describe(t)}.")
     if not q.dtype == k.dtype == v.dtype:
-        raise ValueError(f"q, k, v must share one dtype; got {q.dtype}, {k.dtype}, {v.dtype}.")
+        raise DTypeError(f"q, k, v must share one dtype; got {q.dtype}, {k.dtype}, {v.dtype}.")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k must share the width dh: q {tuple(q.shape)}, "
                          f"k {tuple(k.shape)}.")
