@@ -139,7 +139,7 @@ def test_turning_the_query_to_45_degrees_splits_the_weight_evenly(explorer):
 
 def test_lengthening_the_query_pushes_the_readout_toward_the_best_value(explorer):
     before = explorer.state["readout"]
-    explorer.length_slider.value = 6.0
+    explorer.length_slider.value = explorer.length_slider.max
     after = explorer.state["readout"]
     assert np.linalg.norm(after - V[0]) < np.linalg.norm(before - V[0])
     assert explorer.state["weights"][0] > 0.99
@@ -214,7 +214,7 @@ def test_explorer_refuses_values_it_cannot_draw():
 
 
 def test_explorer_refuses_a_starting_length_outside_the_slider():
-    with pytest.raises(ValueError, match=r"length must be in \[0, 6\]"):
+    with pytest.raises(ValueError, match=r"length must be in \[0, 5\.9924\]"):
         WeightedSumExplorer(length=7.0)
 
 
@@ -229,3 +229,11 @@ def test_the_starting_length_ln_3_lies_on_the_slider_grid():
     slider = WeightedSumExplorer().length_slider
     steps = (slider.value - slider.min) / slider.step
     assert abs(steps - round(steps)) < 1e-9
+
+
+def test_the_end_of_the_length_slider_lies_on_its_grid():
+    """A browser sends back only min + k * step: an end between two grid points is out of reach."""
+    slider = WeightedSumExplorer().length_slider
+    steps = (slider.max - slider.min) / slider.step
+    assert abs(steps - round(steps)) < 1e-9
+    assert round(slider.max, 2) == 5.99

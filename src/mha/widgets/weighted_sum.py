@@ -80,8 +80,10 @@ class WeightedSumExplorer(Explorer):
     :func:`weighted_sum_readout`.
     """
 
-    MAX_LENGTH = 6.0
     LENGTH_STEP = math.log(3.0) / 11
+    # Sixty steps, about 5.99: the slider's end lies on its grid, as every value a browser
+    # sends back does (a max of 6.0 fell between the grid points 5.99 and 6.09).
+    MAX_LENGTH = 60 * LENGTH_STEP
 
     def __init__(self, keys=((1.0, 0.0), (0.0, 1.0)), values=((2.0, 0.0), (0.0, 4.0)),
                  angle: float = 0.0, length: float = math.log(3.0)):
@@ -93,7 +95,8 @@ class WeightedSumExplorer(Explorer):
                              f"with Tk = 2 or 3; got keys {self.keys.shape} and values "
                              f"{self.values.shape}.")
         if not 0.0 <= float(length) <= self.MAX_LENGTH:
-            raise ValueError(f"the query length must be in [0, {self.MAX_LENGTH:g}]; got {length}.")
+            raise ValueError(f"the query length must be in [0, {self.MAX_LENGTH:.4f}] (the "
+                             f"slider's range); got {length}.")
         if not -180.0 <= float(angle) <= 180.0:
             raise ValueError(f"the query angle must be in [-180, 180] degrees; got {angle}.")
         weighted_sum_readout(query_from_polar(angle, length), self.keys, self.values)  # refusals
