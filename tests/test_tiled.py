@@ -313,6 +313,50 @@ def test_refuses_scores_that_overflow_float32():
         tiled_attention(*((x * 1e20).astype(np.float32) for x in (q, k, v)))
 
 
+@pytest.mark.parametrize("flag", ["no", 1, None])
+def test_refuses_an_is_causal_that_is_not_a_bool_like_the_plain_path(flag):
+    q, k, v = small()
+    with pytest.raises(DTypeError, match=f"is_causal must be True or False; got {flag!r}"):
+        tiled_attention(q, k, v, is_causal=flag)
+    with pytest.raises(DTypeError, match="is_causal must be True or False"):
+        tiled_attention_backward(q, k, v, np.zeros((3, 2)), np.zeros(3), np.zeros((3, 2)),
+                                 is_causal=flag)
+    with pytest.raises(DTypeError, match="is_causal must be True or False"):
+        tile_plan(3, 4, is_causal=flag)
+
+
+def overflow_in_a_blocked_key():
+    """Key 1 overflows every score with scale 10, and the mask blocks it for every query."""
+    q, k = np.array([[1.0, 0.0], [1.0, 0.0]]), np.array([[1.0, 0.0], [1e308, 0.0]])
+    return q, k, np.ones((2, 2)), np.array([[False, True]] * 2)
+
+
+def test_refuses_an_overflow_in_a_skipped_tile_like_the_plain_path():
+    q, k, v, mask = overflow_in_a_blocked_key()
+    with pytest.raises(ValueError, match="overflow float64") as plain_err:
+        mha.attention(q, k, v, mask=mask, scale=10.0)
+    with pytest.raises(ValueError) as ours:
+        tiled_attention(q, k, v, mask=mask, scale=10.0, block_k=1)  # key 1's tile is skipped
+    assert str(ours.value) == str(plain_err.value)
+
+
+def test_backward_refuses_an_overflow_in_a_skipped_tile():
+    q, k, v, mask = overflow_in_a_blocked_key()
+    with pytest.raises(ValueError, match=r"overflow float64 \(first at index \(0, 1\)\)"):
+        tiled_attention_backward(q, k, v, np.ones((2, 2)), np.zeros(2), np.ones((2, 2)),
+                                 mask=mask, scale=10.0, block_k=1)
+
+
+def test_refuses_an_overflow_above_the_causal_diagonal_like_the_plain_path():
+    q, k, v = (np.ones((4, 2), np.float32) for _ in range(3))
+    k[3], q[3] = 3e38, 0.0  # key 3 overflows for queries 0..2 only, all in its future
+    with pytest.raises(ValueError, match="overflow float32") as plain_err:
+        mha.attention(q, k, v, is_causal=True, scale=1.0)
+    with pytest.raises(ValueError) as ours:
+        tiled_attention(q, k, v, is_causal=True, scale=1.0, block_q=1, block_k=1)
+    assert str(ours.value) == str(plain_err.value)
+
+
 def test_backward_refuses_a_log_sum_exp_of_the_wrong_shape():
     q, k, v = small()
     out, lse = tiled_attention(q, k, v)

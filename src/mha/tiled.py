@@ -33,6 +33,7 @@ from threadpoolctl import ThreadpoolController
 from ._checks import (
     as_float_array,
     check_causal_lengths,
+    check_flag,
     check_mask,
     first_index,
     fully_masked_row_message,
@@ -98,6 +99,7 @@ def tile_plan(tq: int, tk: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
     skipped only if it is blocked for every leading (batch/head) index.
     """
     block_q, block_k = _check_block(block_q, "block_q"), _check_block(block_k, "block_k")
+    is_causal = check_flag(is_causal, "is_causal")
     offset = tk - tq  # query i sits at position i + offset (lower-right alignment)
     plan = np.empty((len(_starts(tq, block_q)), len(_starts(tk, block_k))), dtype=np.int8)
     for a, i0 in enumerate(_starts(tq, block_q)):
@@ -146,7 +148,27 @@ def _tile_scores(q_tile, k_tile, scale, blocked, i0, j0):
     return s
 
 
+def _check_skipped_tiles(q, k, scale, plan, block_q, block_k):
+    """Refuse an overflowing score in a skipped tile, as :func:`mha.attention` refuses it.
+
+    Cheap for ordinary inputs: every score, and every partial sum of its dot product,
+    is at most ``d_k * max|q| * max|k|`` in size. Only when that bound comes near the
+    dtype's largest number are the skipped tiles computed, one at a time, to look.
+    """
+    if not np.any(plan == SKIPPED) or q.size == 0 or k.size == 0:
+        return
+    top = float(np.finfo(q.dtype).max) / 4  # a margin for the rounding of the sums
+    size_q, size_k = max(q.max(), -q.min()), max(k.max(), -k.min())  # no |q| copy
+    bound = q.shape[-1] * float(size_q) * float(size_k)  # Python floats: inf, no error
+    if bound < top and bound * float(scale) < top:
+        return
+    for a, b in zip(*np.nonzero(plan == SKIPPED), strict=True):
+        i0, j0 = int(a) * block_q, int(b) * block_k
+        _tile_scores(q[..., i0:i0 + block_q, :], k[..., j0:j0 + block_k, :], scale, None, i0, j0)
+
+
 def _prepare(q, k, v, mask, is_causal, scale, block_q, block_k):
+    is_causal = check_flag(is_causal, "is_causal")
     q, k, v = _check_qkv(q, k, v)
     lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     tq, tk = q.shape[-2], k.shape[-2]
@@ -156,7 +178,9 @@ def _prepare(q, k, v, mask, is_causal, scale, block_q, block_k):
     if mask is not None:  # a broadcast view: no (Tq, Tk) copy; with is_causal the rows are
         mask = check_mask(mask, lead + (tq, tk), check_rows=not is_causal)  # checked per tile
     block_q, block_k = _check_block(block_q, "block_q"), _check_block(block_k, "block_k")
-    return q, k, v, lead, tq, tk, scale, mask, block_q, block_k
+    plan = tile_plan(tq, tk, block_q, block_k, is_causal, mask)
+    _check_skipped_tiles(q, k, scale, plan, block_q, block_k)
+    return q, k, v, lead, tq, tk, scale, mask, block_q, block_k, is_causal, plan
 
 
 def tiled_attention(q, k, v, mask=None, *, is_causal: bool = False, scale: float | None = None,
@@ -174,13 +198,14 @@ def tiled_attention(q, k, v, mask=None, *, is_causal: bool = False, scale: float
     Dtype rule: as :func:`mha.attention`, ``np.result_type(q, k, v, float32)``.
 
     Refuses what :func:`mha.attention` refuses, with the same words (among them
-    ``is_causal`` with ``Tq > Tk``, and a query that ``mask`` and ``is_causal``
-    together leave without a key), and a tile side that is not an integer >= 1.
+    ``is_causal`` with ``Tq > Tk`` or not a bool, a query that ``mask`` and
+    ``is_causal`` together leave without a key, and a score that overflows even
+    where it is blocked, in a tile that is skipped), and a tile side that is not
+    an integer >= 1.
     """
-    q, k, v, lead, tq, tk, scale, mask, block_q, block_k = _prepare(
+    q, k, v, lead, tq, tk, scale, mask, block_q, block_k, is_causal, plan = _prepare(
         q, k, v, mask, is_causal, scale, block_q, block_k)
     offset = tk - tq
-    plan = tile_plan(tq, tk, block_q, block_k, is_causal, mask)
     out = np.empty(lead + (tq, v.shape[-1]), dtype=q.dtype)
     lse = np.empty(lead + (tq,), dtype=q.dtype)
     keyless = np.zeros(lead + (tq,), dtype=bool)
@@ -237,7 +262,7 @@ def tiled_attention_backward(q, k, v, out, lse, d_out, mask=None, *, is_causal: 
     are not real and finite or whose shapes are not ``(..., Tq, dv)`` and
     ``(..., Tq)``.
     """
-    q, k, v, lead, tq, tk, scale, mask, block_q, block_k = _prepare(
+    q, k, v, lead, tq, tk, scale, mask, block_q, block_k, is_causal, plan = _prepare(
         q, k, v, mask, is_causal, scale, block_q, block_k)
     out_shape = lead + (tq, v.shape[-1])
     arrays = {}
@@ -253,7 +278,6 @@ def tiled_attention_backward(q, k, v, out, lse, d_out, mask=None, *, is_causal: 
         arrays[name] = x.astype(q.dtype, copy=False)
     out, lse, g = arrays["out"], arrays["lse"], arrays["d_out"]
     offset = tk - tq
-    plan = tile_plan(tq, tk, block_q, block_k, is_causal, mask)
     d_row = np.sum(g * out, axis=-1)  # D = rowsum(dO * O), (..., Tq)
     dq = np.zeros(lead + q.shape[-2:], dtype=q.dtype)
     dk = np.zeros(lead + k.shape[-2:], dtype=q.dtype)
