@@ -325,6 +325,23 @@ def test_refuses_an_is_causal_that_is_not_a_bool_like_the_plain_path(flag):
         tile_plan(3, 4, is_causal=flag)
 
 
+def test_tile_plan_refuses_a_zero_one_mask():
+    allowed = np.array([[1, 0], [1, 1]])  # 1 = allowed: read as-is it would skip those tiles
+    with pytest.raises(DTypeError, match="True = blocked.*mask == 0"):
+        tile_plan(2, 2, 1, 1, mask=allowed)
+
+
+def test_tile_plan_refuses_a_mask_of_another_shape():
+    with pytest.raises(ValueError, match="does not broadcast"):
+        tile_plan(2, 3, 1, 1, mask=np.zeros((2, 2), bool))
+
+
+def test_tile_plan_takes_a_mask_with_leading_dims():
+    mask = np.zeros((2, 1, 2, 2), bool)
+    mask[:, :, :, 1] = True
+    assert tile_plan(2, 2, 1, 1, mask=mask).tolist() == [[FULL, SKIPPED], [FULL, SKIPPED]]
+
+
 def overflow_in_a_blocked_key():
     """Key 1 overflows every score with scale 10, and the mask blocks it for every query."""
     q, k = np.array([[1.0, 0.0], [1.0, 0.0]]), np.array([[1.0, 0.0], [1e308, 0.0]])

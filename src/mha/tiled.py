@@ -97,9 +97,14 @@ def tile_plan(tq: int, tk: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
     when none is, ``PARTIAL`` (2) when some are. ``mask`` is a package mask
     (True = blocked) broadcastable to ``(..., Tq, Tk)``; a tile counts as
     skipped only if it is blocked for every leading (batch/head) index.
+    Refuses a non-boolean mask (a 0/1 mask must say which value blocks) or one
+    that does not broadcast, as :func:`mha._checks.check_mask` words it, a
+    non-bool ``is_causal`` and a tile side that is not an integer >= 1.
     """
     block_q, block_k = _check_block(block_q, "block_q"), _check_block(block_k, "block_k")
     is_causal = check_flag(is_causal, "is_causal")
+    if mask is not None:  # rows are not checked here: the plan skips what is blocked
+        mask = check_mask(mask, np.shape(mask)[:-2] + (tq, tk), check_rows=False)
     offset = tk - tq  # query i sits at position i + offset (lower-right alignment)
     plan = np.empty((len(_starts(tq, block_q)), len(_starts(tk, block_k))), dtype=np.int8)
     for a, i0 in enumerate(_starts(tq, block_q)):
