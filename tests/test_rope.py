@@ -91,3 +91,14 @@ def test_a_numpy_integer_head_width_is_an_int():
     cos, sin = rope_angles(torch.arange(3), np.int64(4))
     want_cos, want_sin = rope_angles(torch.arange(3), 4)
     assert torch.equal(cos, want_cos) and torch.equal(sin, want_sin)
+
+
+@pytest.mark.parametrize("position", [2**53 + 1, -(2**53) - 1, 2**62])
+def test_refuses_a_position_float64_cannot_hold_exactly(position):
+    with pytest.raises(ValueError, match=r"within \+-2\*\*53"):
+        rope_angles(torch.tensor([0, position]), 2)
+
+
+def test_accepts_positions_up_to_2_to_the_53():
+    cos, sin = rope_angles(torch.tensor([2**53, -(2**53)]), 2, dtype=torch.float64)
+    assert cos[0, 0].item() == math.cos(2.0**53) and sin[1, 0].item() == math.sin(-(2.0**53))

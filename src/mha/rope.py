@@ -22,6 +22,8 @@ from ._checks import check_positive_int
 
 __all__ = ["apply_rope", "rope_angles"]
 
+_EXACT = 2**53  # float64 holds every integer of magnitude up to 2**53
+
 
 def rope_angles(positions, d_head: int, base: float = 10000.0, dtype=torch.float32):
     """``(cos, sin)``, each ``positions.shape + (dh / 2,)``, in ``dtype`` (float32).
@@ -30,12 +32,16 @@ def rope_angles(positions, d_head: int, base: float = 10000.0, dtype=torch.float
     ``(B, T)``; its entries are absolute positions (negative ones are allowed:
     a rotation by a negative angle). Angle of pair ``i``:
     ``position * base ** (-2 i / dh)``. Computed in float64 and returned in
-    ``dtype``, so large positions do not lose precision before the cos and sin.
+    ``dtype``. Where that stops being exact: an angle's rounding error grows
+    with the position, at most about ``position * 1.1e-16`` radians (measured
+    for ``dh = 64``: 1.4e-8 at position 5e8, under float32's 6e-8 steps near 1;
+    1.5e-5 at ``2**40``). Past ``2**53`` float64 no longer holds every integer,
+    so neighbouring positions would share one angle: refused.
 
     Refuses a non-integer ``positions`` (``TypeError``: a float position is
-    usually a mask or a length passed by mistake), a ``d_head`` that is not a
-    positive int (NumPy integers are ints) or is odd, and a ``base`` not above 1
-    (``ValueError``).
+    usually a mask or a length passed by mistake), a position beyond
+    ``+-2**53``, a ``d_head`` that is not a positive int (NumPy integers are
+    ints) or is odd, and a ``base`` not above 1 (``ValueError``).
     """
     if not isinstance(positions, torch.Tensor):
         positions = torch.as_tensor(positions)
@@ -47,6 +53,10 @@ def rope_angles(positions, d_head: int, base: float = 10000.0, dtype=torch.float
     if d_head % 2:
         raise ValueError(f"RoPE rotates pairs of channels, so d_head must be a positive even "
                          f"int; got {d_head!r}.")
+    if positions.numel() and (int(positions.max()) > _EXACT or int(positions.min()) < -_EXACT):
+        raise ValueError(f"positions must lie within +-2**53, where float64 (the angles' dtype) "
+                         f"holds every integer; got values from {int(positions.min())} to "
+                         f"{int(positions.max())}.")
     if not base > 1:
         raise ValueError(f"base must be above 1; got {base!r}.")
     half = d_head // 2
