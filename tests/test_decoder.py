@@ -323,6 +323,32 @@ def test_refuses_a_window_that_is_not_a_positive_int(window):
         _model(window=window)
 
 
+@pytest.mark.parametrize(("size", "value"), [("n_layers", 0), ("vocab_size", 0),
+                                             ("n_layers", 1.0)])
+def test_refuses_a_model_size_that_is_not_a_positive_int(size, value):
+    config = {"vocab_size": V, "n_layers": 1} | {size: value}
+    with pytest.raises(ValueError, match=f"{size} must be a positive int; got {value!r}"):
+        TinyDecoder(config.pop("vocab_size"), 8, 2, **config)
+
+
+def test_generate_refuses_a_use_cache_that_is_not_a_bool():
+    with pytest.raises(TypeError, match="use_cache must be True or False; got 'no'"):
+        generate(_model(), _prompt(), 2, use_cache="no")
+
+
+def test_generate_refuses_a_prompt_row_that_is_all_padding():
+    padding = torch.zeros(2, 6, dtype=torch.bool)
+    padding[1] = True
+    with pytest.raises(ValueError, match="sequence 1 of the prompt is all padding"):
+        generate(_model(), _prompt(), 2, padding=padding)
+
+
+@pytest.mark.parametrize("chunks", [[4.0, 2.0], [3, True, 2]])
+def test_logits_in_chunks_refuses_chunk_lengths_that_are_not_ints(chunks):
+    with pytest.raises(TypeError, match="chunk length must be a positive int"):
+        logits_in_chunks(_model(), _prompt(), chunks)
+
+
 def test_refuses_heads_that_do_not_group():
     with pytest.raises(ValueError, match="n_kv_heads=3"):
         _model(n_kv_heads=3)

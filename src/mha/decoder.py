@@ -25,7 +25,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import masks
-from ._checks import check_has_features, check_has_keys, check_heads, check_positive_int
+from ._checks import (
+    check_flag,
+    check_has_features,
+    check_has_keys,
+    check_heads,
+    check_positive_int,
+)
 from .kv_cache import KVCache
 from .layers import check_torch_mask
 from .rope import apply_rope
@@ -212,7 +218,8 @@ class TinyDecoder(nn.Module):
     cache with another number of layers or out of step (layers holding other
     lengths than its positions), and what the cache refuses (batch, dtype,
     ``max_len``); a refused step leaves the cache exactly as it was. Refuses a
-    ``window`` that is not a positive int or None at construction.
+    ``vocab_size``, ``n_layers`` or ``window`` (None allowed) that is not a
+    positive int at construction.
     """
 
     def __init__(self, vocab_size: int, d_model: int = 32, n_heads: int = 4,
@@ -220,6 +227,8 @@ class TinyDecoder(nn.Module):
                  tie_weights: bool = False, rope_base: float = 10000.0,
                  window: int | None = None, impl: str = "manual", attention_only: bool = False):
         super().__init__()
+        vocab_size = check_positive_int(vocab_size, "vocab_size")
+        n_layers = check_positive_int(n_layers, "n_layers")
         window = None if window is None else check_positive_int(window, "window")
         self.vocab_size, self.window = vocab_size, window
         self.embed = nn.Embedding(vocab_size, d_model)
@@ -322,13 +331,20 @@ def generate(model: TinyDecoder, prompt, n_new: int, use_cache: bool = True, pad
     the newest token; without it, each step reruns the whole sequence so far.
     ``logits[:, s]`` are the logits that chose token ``s``. A ``cache`` passed
     in is used as it is, **not reset**: pass an empty one for a new prompt.
-    Refuses an empty prompt (``T0 = 0``) and what the model refuses.
+    Refuses an empty prompt (``T0 = 0``) or a sequence of it that is all padding,
+    a ``use_cache`` that is not a bool, and what the model refuses.
     """
     n_new = check_positive_int(n_new, "n_new")
+    use_cache = check_flag(use_cache, "use_cache")
     if model._check_tokens(prompt).shape[1] == 0:
         raise ValueError(f"the prompt must hold at least one token: (B, T0) with T0 >= 1; got "
                          f"shape {tuple(prompt.shape)}. Greedy decoding starts from the logits "
                          "of the prompt's last token.")
+    if isinstance(padding, torch.Tensor) and padding.shape == prompt.shape and \
+            bool(padding.all(dim=1).any()):
+        row = int(padding.all(dim=1).nonzero()[0, 0])
+        raise ValueError(f"sequence {row} of the prompt is all padding: it has no token to "
+                         "continue from.")
     b = prompt.shape[0]
     pad = torch.zeros(prompt.shape, dtype=torch.bool) if padding is None else padding
     no_pad = torch.zeros(b, 1, dtype=torch.bool)
@@ -361,7 +377,8 @@ def logits_in_chunks(model: TinyDecoder, tokens, chunks, padding=None):
     prefill; ``[4, 1, 1, ...]``: prefill then one token at a time). Compare
     with ``model(tokens)`` to check the cache.
     """
-    if sum(chunks) != tokens.shape[1] or min(chunks) < 1:
+    chunks = [check_positive_int(n, "a chunk length") for n in chunks]
+    if sum(chunks) != tokens.shape[1]:
         raise ValueError(f"chunk lengths {list(chunks)} must be positive and sum to "
                          f"T={tokens.shape[1]}.")
     cache, out, start = model.new_cache(), [], 0
