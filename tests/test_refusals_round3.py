@@ -135,3 +135,93 @@ def test_the_module_refuses_an_input_of_another_dtype_with_a_dtype_error():
         "to_additive torch dtype", "from_additive", "mask_from_positions"])
 def test_the_mask_functions_refuse_a_wrong_dtype_with_a_dtype_error(call):
     assert refusal(call)[0] is DTypeError
+
+
+# -- F3: the torch side refuses NaN, inf and overflowing scores as NumPy does -----
+
+
+def qkv_numpy(seed=3):
+    rng = np.random.default_rng(seed)
+    return tuple(rng.standard_normal((1, H, T, C)) for _ in range(3))  # (B, H, T, dh)
+
+
+@pytest.mark.parametrize("which, bad, kind", [(0, np.nan, "NaN"), (1, np.inf, "+inf"),
+                                              (2, -np.inf, "-inf")])
+def test_sdpa_attention_refuses_a_non_finite_input_in_the_numpy_words(which, bad, kind):
+    arrays = list(qkv_numpy())
+    arrays[which][0, 1, 2, 0] = bad
+    expected = refusal(lambda: mha.attention(*arrays))
+    assert expected == (ValueError, f"{'qkv'[which]} contains {kind} at index (0, 1, 2, 0); "
+                                    "inputs must be finite.")
+    assert refusal(lambda: sdpa_attention(*(torch.from_numpy(a) for a in arrays))) == expected
+
+
+def test_sdpa_attention_does_not_return_zeros_for_a_nan_query_row():
+    q, k, v = torch.randn(1, 1, 2, 2), torch.randn(1, 1, 3, 2), torch.ones(1, 1, 3, 2)
+    q[0, 0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"q contains NaN at index \(0, 0, 0, 0\)"):
+        sdpa_attention(q, k, v)
+
+
+def test_sdpa_attention_refuses_overflowing_float32_scores_in_the_numpy_words():
+    q, k, v = (a.astype(np.float32) for a in qkv_numpy())
+    q, k = q * 1e20, k * 1e20  # finite inputs, scores near 1e40 > float32's 3.4e38
+    expected = refusal(lambda: mha.attention(q, k, v))
+    assert expected[0] is ValueError
+    assert expected[1].startswith("the scores q k^T * scale overflow float32 (first at index ")
+    assert refusal(lambda: sdpa_attention(*(torch.from_numpy(a) for a in (q, k, v)))) == expected
+
+
+@pytest.mark.parametrize("impl", ["manual", "sdpa"])
+@pytest.mark.parametrize("bad, kind", [(np.nan, "NaN"), (np.inf, "+inf")])
+def test_the_module_refuses_a_non_finite_query_in_the_numpy_words(impl, bad, kind):
+    torch_module, numpy_module = both_modules()
+    torch_module.impl = impl
+    x = x_numpy()
+    x[1, 2, 3] = bad
+    words = f" contains {kind} at index (1, 2, 3); inputs must be finite."
+    assert refusal(lambda: numpy_module(x)) == (ValueError, "x" + words)
+    assert refusal(lambda: torch_module(torch.from_numpy(x))) == (ValueError, "query" + words)
+
+
+@pytest.mark.parametrize("name", ["key", "value"])
+def test_the_module_refuses_a_non_finite_key_or_value(name):
+    torch_module, _ = both_modules()
+    query, context = torch.zeros(B, T, C, dtype=torch.float64), torch.zeros(B, 5, C,
+                                                                             dtype=torch.float64)
+    bad = context.clone()
+    bad[0, 4, 1] = float("nan")
+    args = (query, bad, context) if name == "key" else (query, context, bad)
+    assert refusal(lambda: torch_module(*args)) == (
+        ValueError, f"{name} contains NaN at index (0, 4, 1); inputs must be finite.")
+
+
+@pytest.mark.parametrize("impl", ["manual", "sdpa"])
+def test_the_module_refuses_overflowing_float32_scores_as_the_numpy_class_does(impl):
+    torch_module, numpy_module = both_modules(torch.float32)
+    torch_module.impl = impl
+    x = (x_numpy() * 1e20).astype(np.float32)  # finite; the scores overflow float32
+    expected = refusal(lambda: numpy_module(x))
+    assert expected[0] is ValueError
+    assert expected[1].startswith("the scores q k^T * scale overflow float32 (first at index ")
+    assert refusal(lambda: torch_module(torch.from_numpy(x))) == expected
+
+
+def test_the_module_refuses_an_overflowing_score_on_a_blocked_key_as_numpy_does():
+    torch_module, numpy_module = both_modules(torch.float32)
+    x = x_numpy().astype(np.float32)
+    x[:, 2] *= 1e20  # position 2 overflows its scores; the mask blocks it as a key
+    m = np.zeros((T, T), dtype=bool)
+    m[:, 2] = True
+    expected = refusal(lambda: numpy_module(x, mask=m))
+    assert expected[0] is ValueError and "overflow float32" in expected[1]
+    assert refusal(lambda: torch_module(torch.from_numpy(x), mask=torch.from_numpy(m))) == expected
+
+
+def test_the_module_still_returns_finite_results_for_ordinary_inputs():
+    torch_module, numpy_module = both_modules()
+    x = x_numpy()
+    for impl in ("manual", "sdpa"):
+        torch_module.impl = impl
+        out = torch_module(torch.from_numpy(x))[0].detach().numpy()
+        np.testing.assert_allclose(out, numpy_module(x)[0], atol=1e-12)

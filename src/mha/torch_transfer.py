@@ -27,11 +27,14 @@ from torch import nn
 from . import masks
 from ._checks import (
     DTypeError,
+    all_finite,
     check_dropout,
+    check_finite,
     check_flag,
     check_has_features,
     check_has_keys,
     check_scale,
+    refuse_nonfinite_attention,
 )
 from .layers import MultiHeadAttention, causal_mask_torch, check_torch_mask
 from .multihead import MultiHeadAttention as NumpyMultiHeadAttention
@@ -259,7 +262,11 @@ def sdpa_attention(q, k, v, mask=None, dropout_p: float = 0.0, *, is_causal: boo
     ``dropout_p`` outside ``[0, 1)``, a bad ``scale``, ``is_causal`` with
     ``Tq > Tk``, a mask that does not broadcast, and a fully masked row
     (``ValueError``; SDPA would return NaN or zeros for it, depending on the
-    kernel, instead of an error).
+    kernel, instead of an error). NaN or +-inf in q, k or v, and scores that
+    overflow the dtype, are refused in :func:`mha.attention`'s words
+    (``ValueError``; SDPA returns zeros for a NaN query row). The overflow is
+    seen in the output, so one that never reaches it (on a blocked key, or a
+    score overflowing to -inf beside finite ones) gets through.
     """
     lead = _check_qkv(q, k, v)
     check_dropout(dropout_p, "dropout_p")
@@ -268,8 +275,9 @@ def sdpa_attention(q, k, v, mask=None, dropout_p: float = 0.0, *, is_causal: boo
         scale = check_scale(scale)
     t_q, t_k = q.shape[-2], k.shape[-2]
     if is_causal and mask is None and t_q == t_k:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True,
-                                              scale=scale)
+        out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True,
+                                             scale=scale)
+        return _refuse_overflow(out, q, k, v, scale)
     attn_mask = None
     if mask is not None or is_causal:
         shape = (*lead, t_q, t_k)
@@ -281,8 +289,16 @@ def sdpa_attention(q, k, v, mask=None, dropout_p: float = 0.0, *, is_causal: boo
             blocked = causal if blocked is None else check_torch_mask(
                 blocked | causal, shape, "mask combined with is_causal")
         attn_mask = masks.to_sdpa(blocked)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p,
-                                          scale=scale)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p,
+                                         scale=scale)
+    return _refuse_overflow(out, q, k, v, scale)
+
+
+def _refuse_overflow(out, q, k, v, scale):
+    """``out``, unless it is not finite: then refuse the overflowing scores by name."""
+    if not all_finite(out):  # the inputs are finite, so the scores overflowed
+        refuse_nonfinite_attention(q, k, v, q.shape[-1] ** -0.5 if scale is None else scale)
+    return out
 
 
 def _check_qkv(q, k, v) -> torch.Size:
@@ -292,6 +308,7 @@ def _check_qkv(q, k, v) -> torch.Size:
             # A tensor of the wrong dtype is a DTypeError (a TypeError, as before, too).
             error = DTypeError if isinstance(t, torch.Tensor) and t.ndim >= 2 else TypeError
             raise error(f"{name} must be a floating tensor (..., T, d); got {_describe(t)}.")
+        check_finite(t, name)
     if not q.dtype == k.dtype == v.dtype:
         raise DTypeError(f"q, k, v must share one dtype; got {q.dtype}, {k.dtype}, {v.dtype}.")
     if q.shape[-1] != k.shape[-1]:
