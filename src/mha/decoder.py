@@ -13,127 +13,22 @@ from *absolute positions* with :func:`mha.masks.mask_from_positions`: a query
 at position ``p`` may read a cached key at position ``<= p``. They cross into
 SDPA with :func:`mha.masks.to_sdpa`. One new query over keys that are all
 real and not after it (no padding, no window) needs no mask at all, and gets none.
+:func:`gqa_attention`, :func:`repeat_kv` and :func:`attention_mask` are written in
+:mod:`mha._decoder_attention` and imported from here.
 """
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from . import masks
-from ._checks import (
-    check_flag,
-    check_has_features,
-    check_has_keys,
-    check_heads,
-    check_positive_int,
-)
+from ._checks import check_flag, check_heads, check_positive_int
+from ._decoder_attention import _IMPLS, attention_mask, gqa_attention, repeat_kv
 from .kv_cache import KVCache
-from .layers import check_torch_mask
 from .rope import apply_rope
 
 __all__ = ["Attention", "Block", "TinyDecoder", "attention_mask", "from_attention_only",
            "generate", "gqa_attention", "logits_in_chunks", "repeat_kv"]
-
-_IMPLS = ("manual", "sdpa")
-
-
-def repeat_kv(x, n_rep: int):
-    """``(B, H_kv, T, dh)`` -> ``(B, H_kv * n_rep, T, dh)``, each head repeated in place.
-
-    ``repeat_interleave`` gives heads ``[0, 0, 1, 1]`` for ``n_rep = 2``: query
-    head ``h`` reads K/V head ``h // n_rep``, as SDPA's ``enable_gqa=True`` does.
-    ``x.repeat(1, n_rep, 1, 1)`` would give ``[0, 1, 0, 1]``: the right shape,
-    the wrong heads, no error.
-    """
-    return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)
-
-
-def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
-    """Grouped-query attention: ``q (B, H, Tq, dh)``, ``k, v (B, H_kv, Tk, dh)`` -> ``q``'s shape.
-
-    ``H`` must be a multiple of ``H_kv``. ``mask`` is bool, True = blocked,
-    broadcastable to ``(B, H, Tq, Tk)``, or None. ``impl="manual"`` repeats the
-    K/V heads with :func:`repeat_kv` and writes softmax attention out;
-    ``impl="sdpa"`` calls ``F.scaled_dot_product_attention(..., enable_gqa=True)``
-    with the mask converted by :func:`mha.masks.to_sdpa`. q, k, v share one
-    floating dtype, which the output keeps. Scale ``1/sqrt(dh)``.
-
-    Refuses ``H`` not a multiple of ``H_kv``, mismatched batch, width or dtype,
-    no key (``Tk = 0``), no feature (``dh = 0``), no head (``H`` or ``H_kv = 0``),
-    an unknown ``impl``, and the masks :func:`mha.layers.check_torch_mask`
-    refuses (non-bool, not broadcastable, a fully masked row).
-    """
-    if impl not in _IMPLS:
-        raise ValueError(f"impl must be one of {_IMPLS}; got {impl!r}.")
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point() or t.ndim != 4:
-            raise TypeError(f"{name} must be a floating tensor (B, H, T, dh); got "
-                            f"{getattr(t, 'dtype', type(t).__name__)} "
-                            f"{tuple(getattr(t, 'shape', ()))}.")
-    if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(f"q, k, v must share one dtype; got {q.dtype}, {k.dtype}, {v.dtype}.")
-    (b, h, t_q, dh), (bk, h_kv, t_k, dhk) = q.shape, k.shape
-    if k.shape != v.shape or bk != b or dhk != dh:
-        raise ValueError(f"q (B, H, Tq, dh) and k, v (B, H_kv, Tk, dh) must share B and dh; got "
-                         f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}.")
-    check_has_features(q.shape, k.shape)
-    check_has_keys(k.shape, "k")
-    if h == 0 or h_kv == 0:
-        raise ValueError(f"q and k, v need at least one head; got H={h} and H_kv={h_kv} "
-                         f"(q {tuple(q.shape)}, k {tuple(k.shape)}).")
-    if h % h_kv:
-        raise ValueError(f"n_heads={h} is not a multiple of n_kv_heads={h_kv}: every K/V head "
-                         "must serve the same number of query heads.")
-    if mask is not None:
-        mask = check_torch_mask(mask, (b, h, t_q, t_k), "mask", q.device)
-    if impl == "sdpa":
-        return F.scaled_dot_product_attention(
-            q, k, v, attn_mask=None if mask is None else masks.to_sdpa(mask),
-            enable_gqa=h != h_kv)
-    k, v = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)  # (B, H, Tk, dh)
-    scores = (q @ k.transpose(-2, -1)) / math.sqrt(dh)  # (B, H, Tq, Tk)
-    if mask is not None:
-        scores = scores.masked_fill(mask, float("-inf"))
-    return scores.softmax(dim=-1) @ v  # (B, H, Tq, dh)
-
-
-def attention_mask(query_positions, key_positions, key_padding=None, window=None):
-    """The decoder's mask ``(B, 1, Tq, Tk)`` bool (True = blocked), or None if it blocks nothing.
-
-    ``query_positions (B, Tq)`` and ``key_positions (B, Tk)`` are absolute
-    positions (long); the new queries are the last ``Tq`` of the ``Tk`` keys.
-    Key ``j`` is blocked for query ``i`` when ``key_pos[j] > query_pos[i]`` (the
-    future, :func:`mha.masks.mask_from_positions`), when it is ``window`` or
-    more positions back, or when ``key_padding[:, j]`` (B, Tk) is True. A
-    query that is padding itself reads only its own key (its output is never
-    used; this keeps its row from being fully masked).
-
-    One query (``Tq == 1``) with no padding, no window and no key after it
-    (the usual decode step) returns None without building a mask: the newest
-    token may read every cached key.
-    """
-    b, t_q = query_positions.shape
-    t_k = key_positions.shape[1]
-    padded = key_padding is not None and bool(key_padding.any())
-    if t_q == 1 and not padded and window is None and \
-            bool((key_positions <= query_positions).all()):
-        return None  # the usual decode step: no key after the query
-    qp, kp = query_positions.cpu().numpy(), key_positions.cpu().numpy()
-    rows = [masks.mask_from_positions(qp[i], kp[i], window=window) for i in range(b)]
-    blocked = torch.from_numpy(np.stack(rows)).to(query_positions.device)  # (B, Tq, Tk)
-    if padded:
-        blocked |= key_padding[:, None, :]
-        own = torch.arange(t_q, device=blocked.device) + (t_k - t_q)  # each query's own key slot
-        query_pad = key_padding[:, t_k - t_q:]  # (B, Tq)
-        self_only = torch.ones_like(blocked).scatter_(
-            2, own.expand(b, t_q)[..., None], False)  # (B, Tq, Tk): False on the own slot
-        blocked = torch.where(query_pad[..., None], self_only, blocked)
-    return blocked[:, None] if bool(blocked.any()) else None
 
 
 class Attention(nn.Module):
