@@ -225,3 +225,35 @@ def test_the_module_still_returns_finite_results_for_ordinary_inputs():
         torch_module.impl = impl
         out = torch_module(torch.from_numpy(x))[0].detach().numpy()
         np.testing.assert_allclose(out, numpy_module(x)[0], atol=1e-12)
+
+
+# -- F8: sdpa_attention reads a 1-D (or 0-d) mask as mha.attention does -----------
+
+
+@pytest.mark.parametrize("mask", [np.array([False, True, False]), np.array(False)],
+                         ids=["1-D (Tk,)", "0-d"])
+def test_sdpa_attention_broadcasts_a_low_rank_mask_as_mha_attention_does(mask):
+    q, k, v = qkv_numpy()
+    expected = mha.attention(q, k, v, mask=mask)[0]
+    out = sdpa_attention(*(torch.from_numpy(a) for a in (q, k, v)), mask=torch.from_numpy(mask))
+    np.testing.assert_allclose(out.numpy(), expected, atol=1e-12)
+
+
+def test_sdpa_attention_refuses_a_fully_blocking_1d_mask_in_mha_attention_words():
+    q, k, v = qkv_numpy()
+    m = np.ones(T, dtype=bool)
+    expected = refusal(lambda: mha.attention(q, k, v, mask=m))
+    assert expected[0] is ValueError and expected[1].startswith("fully masked row")
+    got = refusal(lambda: sdpa_attention(*(torch.from_numpy(a) for a in (q, k, v)),
+                                         mask=torch.from_numpy(m)))
+    assert got == expected
+
+
+def test_sdpa_attention_combines_a_1d_mask_with_is_causal():
+    q, k, v = qkv_numpy()
+    m = np.array([False, True, False])
+    expected = mha.attention(q, k, v, mask=m, is_causal=True)[0]
+    out = sdpa_attention(*(torch.from_numpy(a) for a in (q, k, v)), mask=torch.from_numpy(m),
+                         is_causal=True)
+    np.testing.assert_allclose(out.numpy(), expected, atol=1e-12)
+

@@ -242,7 +242,9 @@ def sdpa_attention(q, k, v, mask=None, dropout_p: float = 0.0, *, is_causal: boo
     Shapes: ``q (..., Tq, dh)``, ``k (..., Tk, dh)``, ``v (..., Tk, dv)``, e.g.
     ``(B, H, T, dh)``; returns ``(..., Tq, dv)``. Scale ``1/sqrt(dh)`` unless
     ``scale`` (a number >= 0) is given.
-    ``mask`` is bool, **True = blocked**, broadcastable to ``(..., Tq, Tk)``; it
+    ``mask`` is bool, **True = blocked**, broadcastable to ``(..., Tq, Tk)``
+    (a ``(Tk,)`` mask blocks the same keys for every query, as in
+    :func:`mha.attention`); it
     is inverted with :func:`mha.masks.to_sdpa` because SDPA's bool mask means
     True = allowed. q, k, v must be floating tensors of one dtype, which the
     output keeps. ``dropout_p`` is applied as given: SDPA is a function and
@@ -284,6 +286,8 @@ def sdpa_attention(q, k, v, mask=None, dropout_p: float = 0.0, *, is_causal: boo
         blocked = None
         if mask is not None:
             blocked = check_torch_mask(mask, shape, device=q.device, check_rows=not is_causal)
+            if blocked.ndim < 2:  # (Tk,) or 0-d: as mha.attention, one row for every query
+                blocked = blocked.expand(t_q, t_k)  # SDPA itself wants at least (Tq, Tk)
         if is_causal:
             causal = causal_mask_torch(t_q, t_k, q.device)  # (Tq, Tk), lower-right
             blocked = causal if blocked is None else check_torch_mask(
