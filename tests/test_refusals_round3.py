@@ -257,3 +257,15 @@ def test_sdpa_attention_combines_a_1d_mask_with_is_causal():
                          is_causal=True)
     np.testing.assert_allclose(out.numpy(), expected, atol=1e-12)
 
+
+# -- F9: need_weights is True or False, nothing read by truthiness -----------------
+
+
+@pytest.mark.parametrize("impl", ["manual", "sdpa"])
+@pytest.mark.parametrize("bad", ["False", 0, None])
+def test_the_module_refuses_a_need_weights_that_is_not_true_or_false(impl, bad):
+    torch_module, _ = both_modules()
+    torch_module.impl = impl
+    kind, words = refusal(lambda: torch_module(torch.zeros(B, T, C, dtype=torch.float64),
+                                               need_weights=bad))
+    assert kind is DTypeError and words == f"need_weights must be True or False; got {bad!r}."

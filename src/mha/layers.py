@@ -141,12 +141,14 @@ class MultiHeadAttention(nn.Module):
     non-bool mask (``DTypeError``, in :func:`mha.attention`'s words); a mask that
     does not broadcast to ``(B, H, Tq, Tk)`` or is neither 2-D nor 4-D; a fully
     masked row; ``is_causal`` with ``Tq > Tk``; a ``scale`` that is not a finite
-    number >= 0; ``need_weights`` with SDPA. NaN or +-inf in an input, and
-    scores that overflow the dtype, are refused in the NumPy class's words (its
-    q, k, v are the projections): the manual path checks the scores before the
-    mask, as :func:`mha.attention` does; the SDPA path checks only its output,
-    so it misses an overflow that never reaches the output (on a blocked key,
-    or a score overflowing to -inf beside finite ones).
+    number >= 0; ``need_weights``, ``average_attn_weights`` or ``is_causal``
+    that is not True / False (``DTypeError``); ``need_weights`` with SDPA. NaN
+    or +-inf in an input, and scores that overflow the dtype, are refused in the
+    NumPy class's words (its q, k, v are the projections). The manual path
+    checks the scores before the mask, as :func:`mha.attention` does; the SDPA
+    path checks only its output, so it misses an overflow that never reaches
+    the output (on a blocked key, or a score overflowing to -inf beside finite
+    ones).
     """
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = True, dropout: float = 0.0,
@@ -198,6 +200,7 @@ class MultiHeadAttention(nn.Module):
                 need_weights: bool = False, *, average_attn_weights: bool = False,
                 is_causal: bool = False, scale: float | None = None):
         """``(out (B, Tq, C), weights or None)``; see the class docstring."""
+        need_weights = check_flag(need_weights, "need_weights")  # "False" is truthy
         if need_weights and self.impl == "sdpa":
             raise ValueError("need_weights=True with impl='sdpa': SDPA does not return the "
                              "attention weights; use impl='manual' to get them.")
