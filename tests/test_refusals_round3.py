@@ -269,3 +269,34 @@ def test_the_module_refuses_a_need_weights_that_is_not_true_or_false(impl, bad):
     kind, words = refusal(lambda: torch_module(torch.zeros(B, T, C, dtype=torch.float64),
                                                need_weights=bad))
     assert kind is DTypeError and words == f"need_weights must be True or False; got {bad!r}."
+
+
+# -- F11: two misleading messages --------------------------------------------------
+
+
+def test_softmax_jacobian_refuses_an_empty_last_axis_as_empty_not_as_logits():
+    with pytest.raises(ValueError) as info:
+        mha.softmax_jacobian(np.zeros((2, 0)))
+    words = str(info.value)
+    assert words == "probs is empty along axis -1 (shape (2, 0)); a softmax row needs an entry."
+    assert "logits" not in words
+
+
+def test_softmax_backward_keeps_its_own_empty_axis_message():
+    with pytest.raises(ValueError, match=r"softmax_backward over an empty axis \(shape \(2, 0\)"):
+        mha.softmax_backward(np.zeros((2, 0)), np.zeros((2, 0)))
+
+
+def test_to_additive_asks_for_a_torch_dtype_for_a_tensor():
+    with pytest.raises(DTypeError) as info:
+        masks.to_additive(torch.tensor([[False, True]]), dtype=np.float32)
+    assert str(info.value) == ("to_additive needs a torch dtype for a torch tensor (e.g. "
+                               "torch.float32); got <class 'numpy.float32'>.")
+
+
+def test_to_additive_asks_for_a_numpy_dtype_for_an_array():
+    with pytest.raises(DTypeError) as info:
+        masks.to_additive(np.array([[False, True]]), dtype=torch.float32)
+    assert str(info.value) == ("to_additive needs a NumPy dtype for a NumPy array (e.g. "
+                               "np.float32); got torch.float32.")
+

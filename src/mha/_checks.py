@@ -172,8 +172,12 @@ def check_probs(p: np.ndarray, name: str = "probs", axis: int = -1) -> None:
     ``p`` is a floating array already checked by :func:`as_float_array`.
     Negative entries, or a row whose sum is off 1 by more than ``1e-6``
     (float64) / ``1e-3`` (lower precision), point at logits passed in place
-    of probabilities; the message names the first bad row.
+    of probabilities; the message names the first bad row. An empty axis is
+    refused as empty (its rows would "sum to 0").
     """
+    if p.ndim and p.shape[axis] == 0:
+        raise ValueError(f"{name} is empty along axis {axis} (shape {p.shape}); "
+                         "a softmax row needs an entry.")
     if np.any(p < 0):
         where = first_index(p < 0)
         raise ValueError(

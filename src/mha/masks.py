@@ -209,9 +209,10 @@ def to_additive(mask, dtype=None):
 
     ``dtype`` defaults to float64 for NumPy and to torch's default float dtype
     for a tensor. Refuses a non-boolean mask, a ``dtype`` that is not floating
-    (``DTypeError``, a ``TypeError``: an integer type cannot hold ``-inf``; NumPy
-    would put its minimum there with only a warning), and a fully masked row (adding a row of
-    ``-inf`` makes ``torch.softmax`` return NaN).
+    or is the other library's (``DTypeError``, a ``TypeError``: an integer type
+    cannot hold ``-inf``, and NumPy would put its minimum there with only a
+    warning; a tensor needs a torch dtype, an array a NumPy one), and a fully
+    masked row (adding a row of ``-inf`` makes ``torch.softmax`` return NaN).
     """
     mask = _bool_mask(mask, "to_additive")
     _refuse_fully_masked(mask, "to_additive")
@@ -219,10 +220,16 @@ def to_additive(mask, dtype=None):
         import torch
 
         dtype = torch.get_default_dtype() if dtype is None else dtype
-        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        if not isinstance(dtype, torch.dtype):
+            raise DTypeError("to_additive needs a torch dtype for a torch tensor (e.g. "
+                             f"torch.float32); got {dtype!r}.")
+        if not dtype.is_floating_point:
             raise DTypeError(f"to_additive needs a floating dtype to hold -inf; got {dtype}.")
         zeros = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
         return zeros.masked_fill(mask, -torch.inf)
+    if _is_torch(dtype):
+        raise DTypeError("to_additive needs a NumPy dtype for a NumPy array (e.g. np.float32); "
+                         f"got {dtype}.")
     dtype = np.dtype(np.float64 if dtype is None else dtype)
     if dtype.kind != "f":
         raise DTypeError(f"to_additive needs a floating dtype to hold -inf; got {dtype}.")
