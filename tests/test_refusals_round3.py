@@ -300,3 +300,13 @@ def test_to_additive_asks_for_a_numpy_dtype_for_an_array():
     assert str(info.value) == ("to_additive needs a NumPy dtype for a NumPy array (e.g. "
                                "np.float32); got torch.float32.")
 
+
+# -- F13: from_additive names the bad value and where it is, for tensors too -------
+
+
+@pytest.mark.parametrize("bad", [-1e9, 0.5, np.nan])
+def test_from_additive_names_the_bad_value_and_index_on_both_sides(bad):
+    a = np.array([[0.0, -np.inf], [bad, 0.0]])
+    expected = refusal(lambda: masks.from_additive(a))
+    assert expected[0] is ValueError and expected[1].endswith(f"found {bad:g} at index (1, 0).")
+    assert refusal(lambda: masks.from_additive(torch.from_numpy(a))) == expected

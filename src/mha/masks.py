@@ -240,26 +240,32 @@ def from_additive(additive):
     """Additive float mask (0 allowed, ``-inf`` blocked) -> package mask.
 
     Refuses anything other than 0 and -inf, such as a large negative number
-    (-1e9) or a soft bias: those are not a yes/no mask.
+    (-1e9) or a soft bias: those are not a yes/no mask. The message names the
+    first such value and its index, for NumPy arrays and torch tensors alike.
     """
     if _is_torch(additive):
         import torch
 
         if not additive.dtype.is_floating_point:
             raise DTypeError(f"an additive mask is floating (0 / -inf); got {additive.dtype}.")
-        if not bool(torch.all((additive == 0) | torch.isneginf(additive))):
-            raise ValueError("an additive mask must hold only 0 (allowed) and -inf (blocked).")
+        bad = ~((additive == 0) | torch.isneginf(additive))
+        if bool(bad.any()):
+            where = first_index(bad.cpu().numpy())
+            raise ValueError(_not_additive_message(float(additive[where]), where))
         return torch.isneginf(additive)
     a = np.asarray(additive)
     if a.dtype.kind != "f":
         raise DTypeError(f"an additive mask is floating (0 / -inf); got {a.dtype}.")
     bad = ~((a == 0) | np.isneginf(a))
     if np.any(bad):
-        raise ValueError(
-            f"an additive mask must hold only 0 (allowed) and -inf (blocked); found "
-            f"{float(a[first_index(bad)]):g} at index {first_index(bad)}."
-        )
+        where = first_index(bad)
+        raise ValueError(_not_additive_message(float(a[where]), where))
     return np.isneginf(a)
+
+
+def _not_additive_message(value: float, where: tuple[int, ...]) -> str:
+    return (f"an additive mask must hold only 0 (allowed) and -inf (blocked); found "
+            f"{value:g} at index {where}.")
 
 
 # -- helpers ----------------------------------------------------------------
