@@ -382,6 +382,23 @@ def test_grouped_attention_refuses_a_head_width_of_zero():
         gqa_attention(q, kv, kv)
 
 
+@pytest.mark.parametrize("impl", ["manual", "sdpa"])
+@pytest.mark.parametrize("name", ["q", "k", "v"])
+def test_grouped_attention_refuses_nan_input_as_mha_attention_words_it(impl, name):
+    qkv = {"q": torch.randn(1, 2, 2, 4), "k": torch.randn(1, 1, 3, 4), "v": torch.ones(1, 1, 3, 4)}
+    qkv[name][0, 0, 1, 2] = float("nan")
+    with pytest.raises(ValueError, match=rf"{name} contains NaN at index \(0, 0, 1, 2\); inputs "
+                                         "must be finite"):
+        gqa_attention(qkv["q"], qkv["k"], qkv["v"], impl=impl)
+
+
+@pytest.mark.parametrize("impl", ["manual", "sdpa"])
+def test_grouped_attention_refuses_scores_that_overflow_float32(impl):
+    q, kv = torch.full((1, 2, 2, 4), 1e20), torch.full((1, 1, 3, 4), 1e20)
+    with pytest.raises(ValueError, match=r"the scores q k\^T \* scale overflow float32"):
+        gqa_attention(q, kv, kv, impl=impl)
+
+
 def test_grouped_attention_refuses_zero_kv_heads():
     q, kv = torch.randn(1, 2, 2, 4), torch.randn(1, 0, 3, 4)
     with pytest.raises(ValueError, match="H_kv=0"):

@@ -16,7 +16,13 @@ import torch
 import torch.nn.functional as F
 
 from . import masks
-from ._checks import check_has_features, check_has_keys
+from ._checks import (
+    all_finite,
+    check_finite,
+    check_has_features,
+    check_has_keys,
+    refuse_nonfinite_attention,
+)
 from .layers import check_torch_mask
 
 __all__ = ["attention_mask", "gqa_attention", "repeat_kv"]
@@ -47,8 +53,11 @@ def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
 
     Refuses ``H`` not a multiple of ``H_kv``, mismatched batch, width or dtype,
     no key (``Tk = 0``), no feature (``dh = 0``), no head (``H`` or ``H_kv = 0``),
-    an unknown ``impl``, and the masks :func:`mha.layers.check_torch_mask`
-    refuses (non-bool, not broadcastable, a fully masked row).
+    an unknown ``impl``, the masks :func:`mha.layers.check_torch_mask`
+    refuses (non-bool, not broadcastable, a fully masked row), and NaN or +-inf
+    in q, k, v or in the scores (overflow), in :func:`mha.attention`'s words.
+    The manual path checks the scores before the mask; the SDPA path sees an
+    overflow only in its output, so one on a blocked key gets through.
     """
     if impl not in _IMPLS:
         raise ValueError(f"impl must be one of {_IMPLS}; got {impl!r}.")
@@ -71,14 +80,22 @@ def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
     if h % h_kv:
         raise ValueError(f"n_heads={h} is not a multiple of n_kv_heads={h_kv}: every K/V head "
                          "must serve the same number of query heads.")
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_finite(t, name)  # mha.attention's words; one sum when finite
     if mask is not None:
         mask = check_torch_mask(mask, (b, h, t_q, t_k), "mask", q.device)
     if impl == "sdpa":
-        return F.scaled_dot_product_attention(
+        out = F.scaled_dot_product_attention(
             q, k, v, attn_mask=None if mask is None else masks.to_sdpa(mask),
             enable_gqa=h != h_kv)
+        if not all_finite(out):  # finite inputs: the scores overflowed
+            refuse_nonfinite_attention(q, repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv),
+                                       1 / math.sqrt(dh))
+        return out
     k, v = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)  # (B, H, Tk, dh)
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(dh)  # (B, H, Tq, Tk)
+    if not all_finite(scores):  # before the mask, as mha.attention checks
+        refuse_nonfinite_attention(q, k, v, 1 / math.sqrt(dh))
     if mask is not None:
         scores = scores.masked_fill(mask, float("-inf"))
     return scores.softmax(dim=-1) @ v  # (B, H, Tq, dh)
