@@ -310,3 +310,27 @@ def test_from_additive_names_the_bad_value_and_index_on_both_sides(bad):
     expected = refusal(lambda: masks.from_additive(a))
     assert expected[0] is ValueError and expected[1].endswith(f"found {bad:g} at index (1, 0).")
     assert refusal(lambda: masks.from_additive(torch.from_numpy(a))) == expected
+
+
+# -- F14: the mask module says which functions keep a tensor a tensor -------------
+
+
+def test_the_masks_docstring_says_the_builders_return_numpy_arrays():
+    words = " ".join(masks.__doc__.split())
+    assert "The builders (:func:`causal_mask`, :func:`padding_mask`, " in words
+    assert ":func:`mask_from_positions`) always return NumPy arrays" in words
+
+
+def test_the_builders_return_numpy_arrays_from_tensors_as_documented():
+    assert isinstance(masks.padding_mask(torch.tensor([2, 3]), 3), np.ndarray)
+    assert isinstance(masks.mask_from_positions(torch.arange(2), torch.arange(3)), np.ndarray)
+
+
+@pytest.mark.parametrize("convert", [masks.to_sdpa, masks.from_sdpa, masks.to_additive,
+                                     masks.key_padding_to_4d, masks.combine])
+def test_the_crossings_return_a_tensor_for_a_tensor_as_documented(convert):
+    assert isinstance(convert(torch.tensor([[False, True]])), torch.Tensor)
+
+
+def test_from_additive_returns_a_tensor_for_a_tensor_as_documented():
+    assert isinstance(masks.from_additive(torch.tensor([0.0, -float("inf")])), torch.Tensor)

@@ -15,8 +15,13 @@ row does not raise, it silently becomes NaN (``torch.softmax``,
 and ``nn.MultiheadAttention`` with ``need_weights=False``, which calls SDPA),
 as observed with torch 2.13 on CPU; ``tests/test_masks.py`` pins both.
 
-The functions take NumPy arrays (or anything ``np.asarray`` accepts) and torch
-tensors; a torch tensor in gives a torch tensor out.
+The crossings (:func:`to_sdpa`, :func:`from_sdpa`, :func:`to_additive`,
+:func:`from_additive`), :func:`key_padding_to_4d` and :func:`combine` take NumPy
+arrays (or anything ``np.asarray`` accepts) and torch tensors; a torch tensor in
+gives a torch tensor out, on its device. The builders (:func:`causal_mask`,
+:func:`padding_mask`, :func:`mask_from_positions`) always return NumPy arrays,
+even from CPU tensors of lengths or positions: cross with ``torch.from_numpy``
+(the torch module and ``sdpa_attention`` also take NumPy masks).
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ def mask_from_positions(query_positions, key_positions, window: int | None = Non
     it lies ``w`` or more positions back (the query then sees itself and the
     ``w - 1`` positions before it).
 
-    Shapes: ``query_positions (Tq,)``, ``key_positions (Tk,)`` -> ``(Tq, Tk)`` bool.
+    Shapes: ``query_positions (Tq,)``, ``key_positions (Tk,)`` -> ``(Tq, Tk)`` bool,
+    a NumPy array (also for CPU tensors of positions).
     This is the mask a KV cache needs: two new queries at positions 3 and 4
     reading five cached keys 0..4 block only key 4 for query 3.
 
