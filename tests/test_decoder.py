@@ -169,19 +169,14 @@ def test_one_new_query_needs_a_mask_with_padding_or_a_window():
     assert windowed[0, 0].tolist() == [[True, True, False, False]]
 
 
-def test_one_new_query_before_some_keys_gets_them_blocked():
-    mask = attention_mask(torch.tensor([[1]]), torch.tensor([[0, 1, 2, 3, 1]]))  # explicit position
-    assert mask[0, 0].tolist() == [[False, False, True, True, False]]
+def test_one_new_query_reads_every_cached_key_whatever_its_position():
+    # Lesson 08's restart bug: the cache order is the sequence order, positions only rotate.
+    assert attention_mask(torch.tensor([[0]]), torch.tensor([[0, 1, 2, 3, 0]])) is None
 
 
-def test_a_decode_step_at_an_explicit_position_reads_no_later_key():
-    model, cache = _model(), _model().new_cache()
-    model(_prompt(b=1, t=4), cache=cache)
-    step = model(torch.tensor([[7]]), positions=torch.tensor([1]), cache=cache)
-    # The same query over only the keys at positions <= 1: the prompt's first two and itself.
-    short = model.new_cache()
-    model(_prompt(b=1, t=4)[:, :2], cache=short)
-    torch.testing.assert_close(step, model(torch.tensor([[7]]), positions=[1], cache=short))
+def test_several_new_queries_do_not_read_keys_at_later_positions():
+    mask = attention_mask(torch.tensor([[1, 2]]), torch.tensor([[0, 1, 2, 3, 1, 2]]))
+    assert mask[0, 0, 0].tolist() == [False, False, True, True, False, True]
 
 
 def test_the_mask_comes_from_absolute_positions():

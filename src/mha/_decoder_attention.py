@@ -5,6 +5,14 @@ head serves ``H // H_kv`` consecutive query heads, :func:`repeat_kv`);
 :func:`attention_mask` builds the decoder's mask (bool, **True = blocked**) from
 the positions a :class:`mha.kv_cache.KVCache` records. :mod:`mha.decoder` uses
 both and re-exports them; import them from there.
+
+Where the mask stops following the positions: one new query (``Tq == 1``) with
+no padding and no window gets no mask and reads every cached key, whatever
+position it is given. The cache order is the sequence order (a decode step's
+keys all came before it), as in libraries that mask by cache slot; explicit
+positions then change only the rotation. That is lesson 08's "positions
+restarting at 0" bug, which runs without an error. With ``Tq > 1`` the mask
+does block keys whose position is after the query's.
 """
 
 from __future__ import annotations
@@ -112,16 +120,14 @@ def attention_mask(query_positions, key_positions, key_padding=None, window=None
     query that is padding itself reads only its own key (its output is never
     used; this keeps its row from being fully masked).
 
-    One query (``Tq == 1``) with no padding, no window and no key after it
-    (the usual decode step) returns None without building a mask: the newest
-    token may read every cached key.
+    One query (``Tq == 1``) with no padding and no window returns None without
+    building anything: the newest token may read every cached key.
     """
     b, t_q = query_positions.shape
     t_k = key_positions.shape[1]
     padded = key_padding is not None and bool(key_padding.any())
-    if t_q == 1 and not padded and window is None and \
-            bool((key_positions <= query_positions).all()):
-        return None  # the usual decode step: no key after the query
+    if t_q == 1 and not padded and window is None:
+        return None
     qp, kp = query_positions.cpu().numpy(), key_positions.cpu().numpy()
     rows = [masks.mask_from_positions(qp[i], kp[i], window=window) for i in range(b)]
     blocked = torch.from_numpy(np.stack(rows)).to(query_positions.device)  # (B, Tq, Tk)

@@ -12,7 +12,7 @@ Masks follow the package convention (bool, **True = blocked**) and are built
 from *absolute positions* with :func:`mha.masks.mask_from_positions`: a query
 at position ``p`` may read a cached key at position ``<= p``. They cross into
 SDPA with :func:`mha.masks.to_sdpa`. One new query over keys that are all
-real and not after it (no padding, no window) needs no mask at all, and gets none.
+real (no padding, no window) needs no mask at all, and gets none.
 :func:`gqa_attention`, :func:`repeat_kv` and :func:`attention_mask` are written in
 :mod:`mha._decoder_attention` and imported from here.
 """
@@ -105,7 +105,8 @@ class TinyDecoder(nn.Module):
     defaults to each sequence's next position (:meth:`KVCache.next_positions`,
     0 without a cache) counting only real tokens, so a left-padded prompt takes
     its positions from its padding and starts at 0 like the same prompt alone.
-    ``window`` makes attention a sliding window of that many positions.
+    Explicit positions rotate q and k; one new token over real keys still reads
+    every cached key (see :mod:`mha._decoder_attention`). ``window`` makes attention a sliding window of that many positions.
     ``attention_only=True`` drops the norms and MLPs (see :func:`from_attention_only`).
 
     Refuses tokens that are not a ``(B, T)`` integer tensor or lie outside the
