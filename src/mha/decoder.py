@@ -106,7 +106,8 @@ class TinyDecoder(nn.Module):
     0 without a cache) counting only real tokens, so a left-padded prompt takes
     its positions from its padding and starts at 0 like the same prompt alone.
     Explicit positions rotate q and k; one new token over real keys still reads
-    every cached key (see :mod:`mha._decoder_attention`). ``window`` makes attention a sliding window of that many positions.
+    every cached key (see :mod:`mha._decoder_attention`). ``window`` makes
+    attention a sliding window of that many positions.
     ``attention_only=True`` drops the norms and MLPs (see :func:`from_attention_only`).
 
     Refuses tokens that are not a ``(B, T)`` integer tensor or lie outside the
