@@ -204,7 +204,7 @@ def to_nn_multihead_masks(mask, n_heads: int, batch_size: int | None = None,
 
     ``batch_size`` / ``tgt_len`` expand axes of size 1 that ``nn.MultiheadAttention``
     will not broadcast. Returns bool tensors. Refuses a non-bool mask
-    (``TypeError``), other ranks or a head axis that is neither 1 nor ``n_heads``,
+    (``DTypeError``, a ``TypeError``), other ranks or a head axis that is neither 1 nor ``n_heads``,
     axes that cannot expand, and fully masked rows (``ValueError``:
     ``nn.MultiheadAttention`` would return NaN for them).
     """
