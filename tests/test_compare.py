@@ -333,6 +333,14 @@ def test_migration_checks_see_batch_items_mixed():
     assert not checks["batch items are independent"] and checks["outputs agree"]
 
 
+@pytest.mark.parametrize("atol", [float("nan"), -1e-12, float("inf"), "1e-12", True])
+def test_migration_checks_refuse_a_tolerance_that_is_not_a_finite_number_at_least_0(atol):
+    module = compare.seeded_module(C, H)
+    with pytest.raises(ValueError, match=f"atol must be a finite number >= 0; got {atol!r}"):
+        compare.migration_checks(module, to_nn_multihead(module), query(), run_ours,
+                                 run_theirs, atol=atol)
+
+
 def test_migration_checks_refuse_a_batch_of_one():
     module = compare.seeded_module(C, H)
     with pytest.raises(ValueError, match="batch of at least 2"):

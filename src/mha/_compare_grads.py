@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from . import masks
+from ._checks import DTypeError
 from .layers import MultiHeadAttention, check_torch_mask
 from .torch_transfer import to_nn_multihead, to_nn_multihead_masks
 
@@ -192,8 +193,15 @@ def migration_checks(ours: nn.Module, theirs: nn.Module, x, run_ours, run_theirs
     * ``"batch items are independent"``: changing ``x[1:]`` leaves ``ours``'s
       ``out[0]`` unchanged (needs B >= 2).
 
+    Refuses an ``atol`` that is not a number (``DTypeError``) or not finite and
+    >= 0 (``ValueError``: NaN would make every check read False), and a batch of one.
     Uses ``torch.autograd.grad``: no ``.grad`` is left on either module.
     """
+    if isinstance(atol, (bool, np.bool_)) or \
+            not isinstance(atol, (int, float, np.integer, np.floating)):
+        raise DTypeError(f"atol must be a finite number >= 0; got {atol!r}.")
+    if not 0.0 <= atol < math.inf:  # NaN fails too: every check would read False
+        raise ValueError(f"atol must be a finite number >= 0; got {atol!r}.")
     if x.shape[0] < 2:
         raise ValueError(f"migration_checks needs a batch of at least 2; got x of shape "
                          f"{tuple(x.shape)}.")
