@@ -77,8 +77,8 @@ def softmax(logits, axis: int = -1) -> np.ndarray:
       * integer logits that the computation dtype cannot hold exactly
         (past ``2**53`` for int64) (``ValueError``);
       * NaN or ``+inf`` anywhere (``ValueError``);
-      * a row whose entries are all ``-inf``: a fully masked row has no
-        valid denominator, there is nothing to normalise over (``ValueError``).
+      * a row whose entries are all ``-inf``: every key of that row is
+        masked, so there is no weight to share out (``ValueError``).
     """
     values = np.asarray(logits)
     check_real_dtype(values, "logits")
