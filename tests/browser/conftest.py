@@ -403,16 +403,22 @@ def open_recorded_page(chromium):
 @pytest.fixture(scope="session")
 def run_lesson(lab_server, open_recorded_page):
     """For module-scoped fixtures: ``with run_lesson("03_x.ipynb") as page: ...`` opens the
-    lesson in a fresh recorded page, clears its outputs and runs all cells to idle."""
+    lesson in a fresh recorded page, clears its outputs and runs all cells to idle; the
+    lesson's kernel is shut down at the end."""
 
     @contextlib.contextmanager
     def run(notebook: str):
         if not (lab_server.root / notebook).is_file():
             pytest.fail(f"notebooks/{notebook} is missing")
         with open_recorded_page() as lab_page:
-            lab_page.open_notebook(lab_server, notebook)
-            lab_page.clear_and_run_all()
-            yield lab_page
+            try:
+                lab_page.open_notebook(lab_server, notebook)
+                lab_page.clear_and_run_all()
+                yield lab_page
+            finally:
+                # The kernel outlives its page: without this the next module that opens the
+                # lesson gets the old kernel and its live widgets.
+                lab_server.stop_kernels(notebook)
 
     return run
 
