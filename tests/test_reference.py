@@ -1,4 +1,4 @@
-"""Specification of the NumPy reference (mha.reference, mha._checks).
+"""Specification of the NumPy reference (mha.reference, mha._checks, mha._mask_checks).
 
 First the curriculum's worked numbers, then the dtype rule, then every
 refusal with the words its message must contain.
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import mha
-from mha import _checks
+from mha import _checks, _mask_checks
 from mha._checks import DTypeError
 
 # ---------------------------------------------------------------- worked numbers (01)
@@ -520,13 +520,13 @@ def test_as_float_array_keeps_float64_without_copying():
 
 
 def test_check_mask_returns_the_mask_broadcast_to_the_scores_shape():
-    m = _checks.check_mask(np.array([False, True]), (3, 2))
+    m = _mask_checks.check_mask(np.array([False, True]), (3, 2))
     assert m.shape == (3, 2) and m[:, 1].all() and not m[:, 0].any()
 
 
 def test_check_mask_refuses_an_object_mask():
     with pytest.raises(DTypeError, match=r"mask must be boolean with True = blocked"):
-        _checks.check_mask(np.array([None, None]), (1, 2))
+        _mask_checks.check_mask(np.array([None, None]), (1, 2))
 
 
 def test_check_probs_accepts_a_softmax_output():

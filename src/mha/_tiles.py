@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_causal_lengths, check_flag, check_mask, first_index
+from ._checks import check_flag, first_index
+from ._mask_checks import check_causal_lengths, check_mask
 from .reference import _check_qkv, _check_scale
 
 __all__ = ["BLOCK_K", "BLOCK_Q", "FULL", "PARTIAL", "SKIPPED", "tile_plan"]
@@ -42,7 +43,7 @@ def tile_plan(tq: int, tk: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
     (True = blocked) broadcastable to ``(..., Tq, Tk)``; a tile counts as
     skipped only if it is blocked for every leading (batch/head) index.
     Refuses a non-boolean mask (a 0/1 mask must say which value blocks) or one
-    that does not broadcast, as :func:`mha._checks.check_mask` words it, a
+    that does not broadcast, as :func:`mha._mask_checks.check_mask` words it, a
     non-bool ``is_causal`` and a tile side that is not an integer >= 1.
     """
     block_q, block_k = _check_block(block_q, "block_q"), _check_block(block_k, "block_k")

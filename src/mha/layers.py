@@ -27,17 +27,19 @@ from . import masks
 from ._checks import (
     DTypeError,
     all_finite,
-    check_causal_lengths,
     check_dropout,
     check_finite,
     check_flag,
     check_has_keys,
     check_heads,
-    check_mask_rank,
     check_scale,
+    refuse_nonfinite_attention,
+)
+from ._mask_checks import (
+    check_causal_lengths,
+    check_mask_rank,
     fully_masked_row_message,
     non_bool_mask_message,
-    refuse_nonfinite_attention,
 )
 
 __all__ = ["MultiHeadAttention", "causal_mask_torch", "check_torch_mask"]

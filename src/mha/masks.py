@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import DTypeError, check_causal_lengths, check_mask, first_index, mask_dtype_hint
+from ._checks import DTypeError, first_index
+from ._mask_checks import check_causal_lengths, check_mask, mask_dtype_hint
 
 __all__ = [
     "causal_mask",

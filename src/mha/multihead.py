@@ -14,10 +14,9 @@ from ._checks import (
     check_flag,
     check_has_keys,
     check_heads,
-    check_mask,
-    check_mask_rank,
     check_positive_int,
 )
+from ._mask_checks import check_mask, check_mask_rank
 from .reference import attention
 
 __all__ = ["MultiHeadAttention", "split_heads", "merge_heads"]

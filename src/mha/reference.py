@@ -25,16 +25,15 @@ import numpy as np
 
 from ._checks import (
     as_float_array,
-    check_causal_lengths,
     check_flag,
     check_has_features,
     check_has_keys,
-    check_mask,
     check_real_dtype,
     check_scale,
     first_index,
     to_float_exact,
 )
+from ._mask_checks import check_causal_lengths, check_mask
 from .masks import causal_mask
 
 __all__ = [

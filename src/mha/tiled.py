@@ -32,7 +32,8 @@ from typing import NamedTuple
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from ._checks import as_float_array, first_index, fully_masked_row_message
+from ._checks import as_float_array, first_index
+from ._mask_checks import fully_masked_row_message
 from ._tiles import (
     BLOCK_K,
     BLOCK_Q,

@@ -42,7 +42,7 @@ def mask_before_vs_after(scores, mask) -> dict:
     than 1). Returns both weight matrices and their row sums. Refuses a mask
     with a fully masked row (``ValueError`` from :func:`mha.attention`'s check).
     """
-    from .._checks import check_mask
+    from .._mask_checks import check_mask
 
     s = np.asarray(scores, dtype=float)
     m = check_mask(mask, s.shape)
