@@ -8,11 +8,11 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from mha import broken  # noqa: E402
+from mha._checkup_adapters import _projections  # noqa: E402
 from mha.checkup import (  # noqa: E402
     CHECKS,
     Adapter,
     _loop_over_heads,
-    _projections,
     checkup,
     checkup_table,
     qkv_adapter,
