@@ -84,5 +84,8 @@ def build(quiet: bool = True) -> float:
 
 
 if __name__ == "__main__":
+    if sys.version_info < (3, 11):
+        sys.exit(f"the book needs Python 3.11 or newer (sphinx-book-theme >= 1.4); this is "
+                 f"{sys.version.split()[0]}: make book PYTHON=python3.11 VENV=.venv311")
     seconds = build(quiet="-v" not in sys.argv)
     print(f"book built in {seconds:.1f} s: open {HTML.relative_to(ROOT) / 'index.html'}")
