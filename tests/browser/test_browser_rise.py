@@ -117,7 +117,7 @@ def test_rise_runs_a_code_cell_and_shows_its_output(rise):
     advance_to(rise, PRINTING_CELL)
     cell = code_cell(rise, PRINTING_CELL)
     run_cell(rise, cell)
-    rise.wait_until(lambda: "before the layer norm" in cell.locator(
+    rise.wait_until(lambda: "after layer norm" in cell.locator(
         ".jp-OutputArea-output").all_inner_texts()[0], 20, "the cell printed nothing")
 
 
