@@ -12,7 +12,16 @@ import pytest  # noqa: E402
 
 from mha import induction  # noqa: E402
 from mha.widgets import HeadExplorer  # noqa: E402
-from mha.widgets.heads import SEQUENCES, head_state, repeat_block, sequence_letters  # noqa: E402
+from mha.widgets.heads import (  # noqa: E402
+    FIGSIZE,
+    MAX_LETTERS,
+    SEQUENCES,
+    clean_letters,
+    head_state,
+    induction_targets,
+    repeat_block,
+    sequence_letters,
+)
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +39,8 @@ def restore_defaults(request):
     yield
     if "explorer" in request.fixturenames:
         e = request.getfixturevalue("explorer")
-        e.layer_box.value, e.head_box.value, e.sequence_box.value = 1, 0, "MULTIHEAD twice"
+        e.layer_box.value, e.head_box.value, e.removed_box.value = 1, 0, None
+        e.sequence_box.value = "MULTIHEAD twice"
 
 
 # -- the plain functions --------------------------------------------------------------------
@@ -75,6 +85,23 @@ def test_head_state_scores_match_head_scores(model):
     assert state["previous"] == pytest.approx(expected["previous"][2])
 
 
+def test_clean_letters_takes_capitals_and_drops_spaces():
+    assert clean_letters("the cat") == "THECAT"
+
+
+def test_clean_letters_refuses_what_the_model_cannot_read():
+    with pytest.raises(ValueError, match="only the letters A-Z"):
+        clean_letters("AB1")
+    with pytest.raises(ValueError, match=f"type 2 to {MAX_LETTERS} letters"):
+        clean_letters("A" * (MAX_LETTERS + 1))
+
+
+def test_induction_targets_point_after_the_latest_earlier_copy():
+    assert induction_targets("ABCAB") == [(3, 1), (4, 2)]
+    assert induction_targets("ABAA") == [(2, 1), (3, 3)]  # latest earlier A is at 2
+    assert induction_targets("ABC") == []
+
+
 def test_head_state_has_no_induction_score_without_a_repeat(model):
     text = sequence_letters("18 letters, no repeat (seed 2)")
     state = head_state(model.attention_maps(induction.encode(text)), text, 1, 0)
@@ -93,10 +120,78 @@ def test_default_is_layer_1_head_0_on_multihead_twice(explorer):
     assert "".join(explorer.state["labels"]) == "MULTIHEAD" * 2
 
 
-def test_dropdowns_offer_every_layer_head_and_sequence(explorer):
+def test_dropdowns_offer_every_layer_head_sequence_and_head_to_remove(explorer):
     assert list(explorer.layer_box.options) == [0, 1]
     assert list(explorer.head_box.options) == [0, 1, 2, 3]
     assert list(explorer.sequence_box.options) == list(SEQUENCES)
+    assert [v for _, v in explorer.removed_box.options] == [None] + [
+        (layer, head) for layer in range(2) for head in range(4)]
+
+
+def test_typed_letters_are_drawn_and_unselect_the_preset(explorer, model):
+    explorer.letters_box.value = "abcab"
+    assert explorer.state["labels"] == list("ABCAB") and explorer.sequence_box.value is None
+    maps = model.attention_maps(induction.encode("ABCAB"))
+    np.testing.assert_allclose(explorer.state["weights"], maps[1][0, 0].numpy(), rtol=1e-6)
+    assert [t.get_text() for t in explorer.col_labels[:6]] == [*"ABCAB", ""]
+
+
+def test_picking_a_preset_fills_the_letters_box(explorer):
+    explorer.sequence_box.value = "random block twice (seed 0)"
+    assert explorer.letters_box.value == sequence_letters("random block twice (seed 0)")
+
+
+def test_letters_the_model_cannot_read_keep_the_picture_and_say_why(explorer):
+    before = explorer.state["labels"]
+    explorer.letters_box.value = "AB1"
+    assert explorer.state["labels"] == before
+    assert "Not drawn: only the letters A-Z" in explorer.caption.value
+
+
+def test_removing_the_previous_token_head_breaks_the_induction_heads(explorer):
+    intact = explorer.state["induction"]
+    explorer.removed_box.value = (0, 0)
+    assert intact > 0.9 and explorer.state["induction"] < 0.2
+    assert "layer 0, head 0 removed" in explorer.caption.value
+
+
+def test_removing_a_head_matches_without_head(explorer, model):
+    explorer.removed_box.value, explorer.layer_box.value = (0, 2), 1
+    cut = induction.without_head(model, 0, 2)
+    expected = cut.attention_maps(induction.encode("MULTIHEAD" * 2))[1][0, 0].numpy()
+    np.testing.assert_allclose(explorer.state["weights"], expected, rtol=1e-6)
+
+
+def test_the_picture_has_its_natural_size_and_the_image_is_shown_at_it(explorer):
+    import io
+
+    from PIL import Image
+
+    width, height = Image.open(io.BytesIO(explorer.image.value)).size
+    assert (width, height) == (round(FIGSIZE[0] * 100), round(FIGSIZE[1] * 100))
+    assert (explorer.image.layout.width, explorer.image.layout.height) == (
+        f"{width}px", f"{height}px")
+
+
+def test_the_fast_render_matches_a_full_matplotlib_draw(explorer):
+    import io
+
+    from PIL import Image
+
+    explorer.head_box.value = 2
+    fast = np.asarray(Image.open(io.BytesIO(explorer.image.value)).convert("RGB")).astype(int)
+    explorer.im.set_visible(True)
+    buffer = io.BytesIO()
+    explorer.figure.savefig(buffer, format="png", dpi=explorer.dpi)
+    explorer.im.set_visible(False)
+    full = np.asarray(Image.open(buffer).convert("RGB")).astype(int)
+    differ = np.abs(fast - full).max(axis=2) > 0
+    assert differ.mean() < 0.01  # cell edges may fall one pixel apart
+
+
+def test_the_picture_has_a_title_and_a_colour_bar(explorer):
+    assert explorer.title.get_text().startswith("layer 1, head 0")
+    assert explorer.colorbar.vmin == 0.0 and explorer.colorbar.vmax == 1.0
 
 
 def test_the_image_shows_the_chosen_heads_map(explorer, model):
@@ -109,8 +204,9 @@ def test_the_image_shows_the_chosen_heads_map(explorer, model):
 def test_changing_the_sequence_relabels_the_axes(explorer):
     explorer.sequence_box.value = "random block twice (seed 1)"
     letters = sequence_letters("random block twice (seed 1)")
-    assert [t.get_text() for t in explorer.col_labels] == list(letters)
-    assert [t.get_text() for t in explorer.row_labels] == list(letters)
+    assert [t.get_text() for t in explorer.col_labels[:18]] == list(letters)
+    assert [t.get_text() for t in explorer.row_labels[:18]] == list(letters)
+    assert {t.get_text() for t in explorer.col_labels[18:]} == {""}
 
 
 def test_markers_sit_on_the_induction_targets_and_vanish_without_a_repeat(explorer):
