@@ -69,7 +69,8 @@ def your_turn_pairs(nb) -> list[tuple[int, str, str]]:
     for index, cell in enumerate(cells):
         if cell["cell_type"] == "code" and "your-turn" in tags(cell):
             after = cells[index + 1] if index + 1 < len(cells) else None
-            found = _SOLUTION.search(source(after)) if after and after["cell_type"] == "markdown" else None
+            is_md = after is not None and after["cell_type"] == "markdown"
+            found = _SOLUTION.search(source(after)) if is_md else None
             pairs.append((index, source(cell), found.group(1) if found else ""))
     return pairs
 

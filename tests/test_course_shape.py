@@ -30,7 +30,8 @@ PARAMS = [pytest.param(p, id=p.name) for p in LESSONS]
 @pytest.mark.parametrize("path", PARAMS)
 def test_core_path_has_at_most_2000_words_of_prose(path):
     words = core_words(load(path))
-    assert words <= MAX_WORDS, f"{path.name}: the core path has {words} words of prose (> {MAX_WORDS})"
+    assert words <= MAX_WORDS, (
+        f"{path.name}: the core path has {words} words of prose (> {MAX_WORDS})")
 
 
 @pytest.mark.parametrize("path", PARAMS)
@@ -89,7 +90,8 @@ def test_every_lesson_asks_for_a_prediction(path):
 @pytest.mark.parametrize("path", [p for p in PARAMS if not p.id.startswith("00_")])
 def test_every_lesson_from_01_draws_the_map_of_the_computation(path):
     nb = load(path)
-    assert any("computation_map(" in source(c) for c in core_cells(nb) if c["cell_type"] == "code"), (
+    code = [source(c) for c in core_cells(nb) if c["cell_type"] == "code"]
+    assert any("computation_map(" in text for text in code), (
         f"{path.name}: the lesson opens with mha.plot.computation_map(...)")
 
 

@@ -7,9 +7,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
-from mha.plot import STAGE_NAMES, computation_map  # noqa: E402
-from mha.plot.pipeline import ON, OFF  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
+
+from mha.plot import STAGE_NAMES, computation_map  # noqa: E402
+from mha.plot.pipeline import OFF, ON  # noqa: E402
 
 
 def _colour(patch):

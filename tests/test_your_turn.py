@@ -35,6 +35,7 @@ def test_stub_says_not_yet_and_solution_says_correct(path, tmp_path):
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     for index, solution_at in probes:
         stub_out, solution_out = _printed(nb.cells[index]), _printed(nb.cells[solution_at])
-        assert stub_out.startswith("Not yet:"), f"{path.name} cell {index}: the stub printed {stub_out!r}"
+        assert stub_out.startswith("Not yet:"), (
+            f"{path.name} cell {index}: the stub printed {stub_out!r}")
         assert "Correct:" in solution_out, (
             f"{path.name} cell {index}: the solution printed {solution_out!r}")

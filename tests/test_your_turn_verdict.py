@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from mha.checks import check_read_out
 from mha.checks.your_turn import verdict, your_turn
 
