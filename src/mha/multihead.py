@@ -27,12 +27,15 @@ def _check_n_heads(n_heads) -> int:
 
 
 def split_heads(x, n_heads: int):
-    """``(B, T, C)`` -> ``(B, H, T, dh)`` with ``H = n_heads``, ``dh = C // H``.
+    """``(B, T, C)`` -> ``(B, H, T, dh)``: head ``h`` gets channels ``h*dh .. (h+1)*dh - 1``.
 
-    The last dim holds the heads side by side (head ``h`` owns channels
-    ``h*dh .. (h+1)*dh - 1``), so it is split into ``(H, dh)`` first and only
-    then is ``H`` moved in front of ``T``. Reshaping straight to
-    ``(B, H, T, dh)`` has the right shape and the wrong values.
+    ``H = n_heads``, ``dh = C // H``. Lesson 06's coded tensor shows what "right" means:
+    with ``x[0, t, c] = 10 t + c``, ``T = 3``, ``C = 4`` and ``H = 2``, head 1 must hold
+    ``[[2, 3], [12, 13], [22, 23]]``, row ``t`` still position ``t``. Two steps give
+    that: reshape the channel axis alone into ``(H, dh)``, then swap the ``T`` and ``H``
+    axes. A single reshape to ``(B, H, T, dh)`` fills rows in memory order instead, and
+    head 1 gets ``[[12, 13], [20, 21], [22, 23]]``: the same shape, no error, and rows
+    that are no longer positions.
 
     Works on NumPy arrays (anything else goes through ``np.asarray``) and on
     torch tensors (a tensor in gives a tensor out, gradients flow); the result
@@ -41,9 +44,11 @@ def split_heads(x, n_heads: int):
     positive int, and ``C`` not divisible by ``n_heads`` (``ValueError`` /
     ``TypeError``).
 
-    >>> split_heads(np.arange(8).reshape(1, 2, 4), 2)[0, 1]  # head 1: channels 2, 3
-    array([[2, 3],
-           [6, 7]])
+    >>> x = (10 * np.arange(3)[:, None] + np.arange(4))[None]  # (B, T, C): 10 t + c
+    >>> split_heads(x, 2)[0, 1]  # head 1: channels 2 and 3 of positions 0, 1, 2
+    array([[ 2,  3],
+           [12, 13],
+           [22, 23]])
     """
     x = x if _is_torch(x) else np.asarray(x)
     n_heads = _check_n_heads(n_heads)
