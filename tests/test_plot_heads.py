@@ -32,7 +32,7 @@ def close_figures():
 def test_one_panel_per_layer_and_head():
     fig, axes, images = head_grid(causal_maps(), LABELS)
     assert axes.shape == images.shape == (2, 3)
-    assert len(fig.axes) == 6
+    assert len(fig.axes) == 6 + 1  # and the colour bar
 
 
 def test_each_panel_draws_its_heads_weights():
@@ -93,3 +93,17 @@ def test_refuses_maps_whose_length_is_not_the_number_of_labels():
 def test_refuses_maps_that_are_not_per_head():
     with pytest.raises(ValueError, match="\\(H, T, T\\)"):
         head_grid([np.zeros((4, 4))], LABELS)
+
+
+def test_one_colour_bar_from_zero_to_one_at_the_right():
+    fig, axes, images = head_grid([np.full((2, 3, 3), 0.5)], list("abc"))
+    bars = [ax for ax in fig.axes if ax not in set(axes.flat)]
+    assert len(bars) == 1 and bars[0].get_ylim() == (0.0, 1.0)
+    assert bars[0].get_position().x0 > max(ax.get_position().x1 for ax in axes.flat)
+    plt.close(fig)
+
+
+def test_token_labels_are_readable_by_default():
+    fig, axes, _ = head_grid([np.full((1, 3, 3), 0.5)], list("abc"))
+    assert all(label.get_fontsize() >= 8 for label in axes[0, 0].get_xticklabels())
+    plt.close(fig)

@@ -6,7 +6,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 
-def head_grid(maps, labels, *, titles=None, cell=1.9, cmap="viridis", layers_across=False):
+def head_grid(maps, labels, *, titles=None, cell=2.3, cmap="viridis", layers_across=False,
+              fontsize=8, colorbar=True):
     """Draw every head's attention map over a token string.
 
     ``maps``: a list with, per layer, an ``(H, T, T)`` array or a ``(1, H, T, T)``
@@ -19,7 +20,9 @@ def head_grid(maps, labels, *, titles=None, cell=1.9, cmap="viridis", layers_acr
     ``"layer l, head h"``.
 
     ``layers_across=True`` puts the layers side by side (one row per head),
-    which suits a model with one head per layer.
+    which suits a model with one head per layer. ``fontsize`` sets the token
+    labels (points; at the default 8 a letter is about 11 px tall at 100 dpi);
+    ``colorbar=True`` adds one colour bar, 0 to 1, for every panel, at the right.
 
     Returns ``(fig, axes, images)``: ``axes`` and ``images`` are ``(L, H)``
     object arrays; ``images[l, h].get_array()`` holds the weights drawn.
@@ -35,7 +38,8 @@ def head_grid(maps, labels, *, titles=None, cell=1.9, cmap="viridis", layers_acr
             raise ValueError(f"layer {layer}: maps must be (H, T, T) with T = len(labels) = {t}; "
                              f"got shape {m.shape}.")
     rows, cols = (n_heads, n_layers) if layers_across else (n_layers, n_heads)
-    size = (cell * cols + 0.8, cell * rows + 0.6)
+    bar = 0.9 if colorbar else 0.0  # inches kept free at the right for the colour bar
+    size = (cell * cols + 0.8 + bar, cell * rows + 0.6)
     fig, grid = plt.subplots(rows, cols, figsize=size, squeeze=False)
     axes = grid.T if layers_across else grid  # always indexed [layer, head]
     images = np.empty((n_layers, n_heads), dtype=object)
@@ -50,16 +54,24 @@ def head_grid(maps, labels, *, titles=None, cell=1.9, cmap="viridis", layers_acr
             w = m[head]
             shown = np.ma.masked_where(future & (w == 0), w)
             images[layer, head] = ax.imshow(shown, cmap=colormap, vmin=0.0, vmax=1.0)
-            ax.set_xticks(range(t), labels, fontsize=6)
-            ax.set_yticks(range(t), labels, fontsize=6)
+            ax.set_xticks(range(t), labels, fontsize=fontsize)
+            ax.set_yticks(range(t), labels, fontsize=fontsize)
             ax.xaxis.tick_top()
             ax.tick_params(length=0, pad=1)
             title = titles[layer][head] if titles is not None else f"layer {layer}, head {head}"
-            ax.set_title(title, fontsize=8, pad=12)
-    axes[0, 0].set_ylabel("query i", fontsize=8)
+            ax.set_title(title, fontsize=fontsize + 1, pad=fontsize + 6)
+    axes[0, 0].set_ylabel("query i", fontsize=fontsize + 1)
     # Fixed margins, not tight_layout: that would draw the whole grid once more.
-    fig.subplots_adjust(left=0.8 / size[0], right=1 - 0.2 / size[0], bottom=0.2 / size[1],
-                        top=1 - 0.6 / size[1], wspace=0.3, hspace=0.45)
+    right = 1 - (0.2 + bar) / size[0]
+    fig.subplots_adjust(left=0.8 / size[0], right=right, bottom=0.2 / size[1],
+                        top=1 - 0.6 / size[1], wspace=0.35, hspace=0.5)
+    if colorbar:
+        drawn = next(im for im in images.flat if im is not None)
+        cax = fig.add_axes((right + 0.25 / size[0], 0.2 / size[1], 0.15 / size[0],
+                            1 - 0.8 / size[1]))
+        fig.colorbar(drawn, cax=cax).set_label("weight (grey: masked future)",
+                                               fontsize=fontsize + 1)
+        cax.tick_params(labelsize=fontsize)
     return fig, axes, images
 
 
