@@ -39,7 +39,7 @@ def restore_defaults(request):
     yield
     if "explorer" in request.fixturenames:
         e = request.getfixturevalue("explorer")
-        e.layer_box.value, e.head_box.value, e.removed_box.value = 1, 0, None
+        e.layer_box.value, e.head_box.value, e.removed_box.value = 1, 0, ()
         e.sequence_box.value = "MULTIHEAD twice"
 
 
@@ -124,7 +124,7 @@ def test_dropdowns_offer_every_layer_head_sequence_and_head_to_remove(explorer):
     assert list(explorer.layer_box.options) == [0, 1]
     assert list(explorer.head_box.options) == [0, 1, 2, 3]
     assert list(explorer.sequence_box.options) == list(SEQUENCES)
-    assert [v for _, v in explorer.removed_box.options] == [None] + [
+    assert [v for _, v in explorer.removed_box.options] == [()] + [
         (layer, head) for layer in range(2) for head in range(4)]
 
 
@@ -171,6 +171,13 @@ def test_the_picture_has_its_natural_size_and_the_image_is_shown_at_it(explorer)
     assert (width, height) == (round(FIGSIZE[0] * 100), round(FIGSIZE[1] * 100))
     assert (explorer.image.layout.width, explorer.image.layout.height) == (
         f"{width}px", f"{height}px")
+
+
+def test_a_view_seen_before_sends_the_same_picture_again(explorer):
+    first = explorer.image.value
+    explorer.head_box.value = 3
+    explorer.head_box.value = 0
+    assert explorer.image.value == first
 
 
 def test_the_fast_render_matches_a_full_matplotlib_draw(explorer):

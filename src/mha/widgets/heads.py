@@ -138,8 +138,11 @@ class HeadExplorer(Explorer):
         self.model = induction.load_trained("induction_2l_4h") if model is None else model
         self._variants = {None: self.model}
         self._maps: dict = {}
+        self._pictures: dict = {}  # (letters, removed, layer, head) -> PNG bytes
         self._letters = sequence_letters(sequence)
-        removals = [(NOTHING_REMOVED, None)] + [
+        # "nothing" is the empty tuple, not None: a Dropdown whose value is None shows no
+        # selection in the browser.
+        removals = [(NOTHING_REMOVED, ())] + [
             (removal_label(l_, h), (l_, h))
             for l_ in range(self.model.n_layers) for h in range(self.model.n_heads)]
         narrow = {"width": "150px"}
@@ -147,7 +150,7 @@ class HeadExplorer(Explorer):
                                           description="layer", layout=narrow)
         self.head_box = widgets.Dropdown(options=list(range(self.model.n_heads)), value=head,
                                          description="head", layout=narrow)
-        self.removed_box = widgets.Dropdown(options=removals, value=removed,
+        self.removed_box = widgets.Dropdown(options=removals, value=removed or (),
                                             description="remove", layout={"width": "250px"})
         self.sequence_box = widgets.Dropdown(options=list(SEQUENCES), value=sequence,
                                              description="input", layout={"width": "330px"})
@@ -211,7 +214,7 @@ class HeadExplorer(Explorer):
         self.title = fig.text(0.47, 0.985, "", ha="center", va="top", fontsize=10)
 
     def compute(self):
-        removed = self.removed_box.value
+        removed = self.removed_box.value or None
         error = None
         try:
             self._letters = clean_letters(self.letters_box.value)
@@ -265,7 +268,12 @@ class HeadExplorer(Explorer):
             start = time.perf_counter()
             self.state = self.compute()
             self.draw(self.state)
-            self.image.value = self.render()
+            key = (self._letters, self.state["removed"], self.state["layer"], self.state["head"])
+            if key not in self._pictures:  # a view seen before is sent again, not redrawn
+                if len(self._pictures) >= 64:
+                    self._pictures.pop(next(iter(self._pictures)))
+                self._pictures[key] = self.render()
+            self.image.value = self._pictures[key]
             self.caption.value = self.caption_text(self.state)
             self.redraw_seconds.append(time.perf_counter() - start)
 
