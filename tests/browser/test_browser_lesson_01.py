@@ -204,3 +204,14 @@ def test_explorer_redraws_within_100_ms_of_a_key_press_in_the_browser(lesson_01_
     times.sort()
     print(f"lesson 01 explorer, key press to new picture (ms): {[round(t) for t in times]}")
     assert times[len(times) // 2] < REDRAW_BUDGET_MS, times  # the median of seven
+
+
+def test_check_cells_show_collapsed_and_solutions_folded(lesson_01_ran):
+    # A learner reads prose, code and pictures: the cells that only pin numbers show as a
+    # collapsed placeholder, and the your-turn solutions stay folded until opened.
+    page = lesson_01_ran.page
+    assert page.locator(".jp-Notebook .jp-InputPlaceholder").count() >= 3
+    details = page.locator(".jp-RenderedMarkdown details", has_text="Solution")
+    assert details.count() == 2
+    assert details.evaluate_all("ds => ds.map(d => d.open)") == [False, False]
+    assert page.locator(".jp-OutputArea-output", has_text="Not yet:").count() == 2
