@@ -183,9 +183,9 @@ def adapt(module, *, d_model=None, n_heads=None, batch_first=None, mask_means=No
         except RuntimeError:
             if blocked is None or blocked.dim() != 4 or mask_rank["value"] == 3:
                 raise
-            mask_rank["value"] = 3  # (B, 1, T, T) did not fit: try (B, T, T)
-            kw[mask] = kw[mask][:, 0]
-            out, w = _split(module(*([inp] * n_inputs), **kw))
+            kw[mask] = kw[mask][:, 0]  # (B, 1, T, T) did not fit: try (B, T, T)
+            out, w = _split(module(*([inp] * n_inputs), **kw))  # raises the new error if not
+            mask_rank["value"] = 3
         if not first:
             out = out.transpose(0, 1)
         return out, w

@@ -305,7 +305,7 @@ def scale(ctx):
         return None, ("not run: no product of the input with a (C, D) matrix was seen (the "
                       "projections are computed in a way the check-up cannot watch)")
     s = torch.cat([ev.scores for ev in used], dim=1)  # (B, H, T, T)
-    h = s.shape[1] if a.n_heads is None else a.n_heads
+    h = s.shape[1]  # the number of score maps the call computed: its heads
     usable = (torch.isfinite(s) & (s > NEG)).all(dim=1)  # (B, T, T): no head masks it
     total = torch.where(usable, s.nan_to_num(0.0, 0.0, 0.0).sum(dim=1), 0.0)[usable]
     best = (math.inf, math.inf, None)
@@ -321,9 +321,10 @@ def scale(ctx):
     fit_tol = max(1e-6, 4 * ctx.rel)
     dh = c / h
     if misfit > fit_tol:
-        return False, (f"the scores fed to softmax are not q.k / s for any two of the module's "
-                       f"projections and one s (best relative misfit {misfit:.2g}); position "
-                       "terms (RoPE, ALiBi) are not covered"), ["view split"]
+        return None, (f"not run: the scores fed to softmax are not q.k / s for any two of the "
+                      f"products of x seen and one s (best relative misfit {misfit:.2g}), so "
+                      "the scale cannot be read (position terms such as RoPE, or heads whose "
+                      "rows mix positions)")
     want = {"sqrt(dh)": math.sqrt(dh), "sqrt(d_model)": math.sqrt(c), "1": 1.0}
     name = min(want, key=lambda n: abs(math.log(s_hat / want[n])))
     close = abs(math.log(s_hat / want[name])) < 0.05
@@ -363,11 +364,12 @@ def rows(ctx):
     if any(ev.dim == -2 for ev in used):
         named = ["softmax over the wrong axis"]
         how = " (softmax called with dim=-2: the queries)"
-    elif used and all(torch.allclose(ev.weights.sum(-1), torch.ones(())) for ev in used):
+    elif used and all(float((ev.weights.sum(-1) - 1).abs().max()) <= tol for ev in used):
         named, how = ["mask after softmax"], " (the softmax's own rows sum to 1)"
     else:
         named, how = ["softmax over the wrong axis", "mask after softmax"], ""
-    return False, f"{source}: rows sum to {float(w.sum(-1).min()):.3g}..{float(w.sum(-1).max()):.3g}" \
+    sums = w.sum(-1)
+    return False, f"{source}: rows sum to {float(sums.min()):.3g}..{float(sums.max()):.3g}" \
         + how, named
 
 

@@ -1,4 +1,4 @@
-"""Watch one call of a module at the level of torch's operators: what it projects, what it softmaxes.
+"""Watch one call of a module at torch's operator level: what it projects, what it softmaxes.
 
 :func:`trace` runs ``run()`` under a ``TorchDispatchMode`` that records
 
@@ -51,6 +51,7 @@ class Event:
 class Trace:
     events: list = field(default_factory=list)
     projections: list = field(default_factory=list)  # (B, T, D) float64, call order
+    x: torch.Tensor | None = None  # (B, T, C) float64, the input
 
 
 def _storage(t):
@@ -66,7 +67,7 @@ class _Watcher(TorchDispatchMode):
         c = x.shape[-1]  # x is (B, T, C); the module may see its rows in either order
         self.orders = {True: x.reshape(-1, c), False: x.transpose(0, 1).reshape(-1, c)}
         self.b, self.t = x.shape[0], t
-        self.trace = Trace()
+        self.trace = Trace(x=x.detach().double())
         self.taint = {}  # storage pointer -> index of the event its values come from
         self.keep = []  # hold every tensor so no storage pointer is reused during the call
 
@@ -120,9 +121,14 @@ class _Watcher(TorchDispatchMode):
                     ev.used = True
                     ev.entered = a.detach().double().reshape(ev.weights.shape)
             mats = [a for a in tensors if a.dim() >= 2]
-            order = next((o for o in map(self._order_of_x, mats) if o is not None), None)
-            if len(mats) >= 2 and order is not None and isinstance(out, torch.Tensor) \
-                    and out.numel() % (self.b * t) == 0:
+            orders = [self._order_of_x(a) for a in mats]
+            order = next((o for o in orders if o is not None), None)
+            c = self.orders[True].shape[-1]
+            # a projection: x times one (C, D) matrix (no batch axis: a weight, not x^T)
+            weight = [a for a, o in zip(mats, orders, strict=True) if o is None]
+            if order is not None and isinstance(out, torch.Tensor) and len(weight) == 1 and \
+                    out.numel() % (self.b * t) == 0 and \
+                    weight[0].numel() == c * (out.numel() // (self.b * t)):
                 self.trace.projections.append(self._to_bt(out, order))
                 self._proj_out, self._proj_order = _storage(out), order
             return out
@@ -184,7 +190,7 @@ def projection_candidates(trace_: Trace, c: int, module) -> list:
     call order into three ``(B, T, H dh)`` tensors. Each comes as it was and
     plus each 1-D parameter of its width (a bias added with ``+``).
     """
-    outs = []
+    outs = [trace_.x] if trace_.x.shape[-1] == c else []  # Q = K = x, no projection
     narrow = [p for p in trace_.projections if p.shape[-1] < c]
     for p in trace_.projections:
         d = p.shape[-1]
