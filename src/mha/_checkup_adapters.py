@@ -147,8 +147,9 @@ def adapt(module, *, d_model=None, n_heads=None, batch_first=None, mask_means=No
     notes = [f"called as {type(module).__name__}({'x, x, x' if n_inputs == 3 else 'x'}, ...), "
              f"input {'(B, T, C)' if first else '(T, B, C)'}"]
     meaning = {"pad": fixed_meaning.get(pad, mask_means), "mask": mask_means}
-    mask_rank = {"value": 4}
-    style = {"causal": "flag" if flag else "mask"}  # "flag+mask" when the flag needs a mask
+    # causal: "flag", "mask", "flag+mask" (the flag needs a mask too) or "none";
+    # form: how padding goes in the mask argument: "4" (B, 1, T, T), "3" (B, T, T), "keys" (B, T)
+    style = {"causal": "flag" if flag else "mask", "form": "4"}
 
     def to_module(m, which):  # our True = blocked -> the module's meaning
         return m if meaning[which] in (None, "blocked") else ~m
@@ -159,16 +160,18 @@ def adapt(module, *, d_model=None, n_heads=None, batch_first=None, mask_means=No
         if flag:
             kw[flag] = bool(causal_)
         blocked = None
-        if causal_ and style["causal"] != "flag" and mask:
+        if causal_ and style["causal"] in ("mask", "flag+mask") and mask:
             blocked = _causal_mask(t)  # (T, T)
         if key_padding_mask is not None:
             if pad:
                 kw[pad] = to_module(key_padding_mask, "pad")
+            elif mask and style["form"] == "keys":
+                blocked = key_padding_mask  # (B, T): the module spreads it itself
             elif mask:
                 keys = key_padding_mask[:, None, None, :]  # (B, 1, 1, T)
-                blocked = keys if blocked is None else (blocked | keys)
-        if blocked is not None and blocked.dim() == 4:
-            blocked = blocked.expand(b, 1, t, t)  # (B, 1, T, T): padding, maybe causal too
+                blocked = (keys if blocked is None else (blocked | keys)).expand(b, 1, t, t)
+                if style["form"] == "3":
+                    blocked = blocked[:, 0]  # (B, T, T) for a one-head module
         if wflag:
             kw[wflag] = bool(need_weights)
         if "average_attn_weights" in names:
@@ -176,23 +179,14 @@ def adapt(module, *, d_model=None, n_heads=None, batch_first=None, mask_means=No
         inp = x if first else x.transpose(0, 1)
         if blocked is not None:
             kw[mask] = to_module(blocked, "mask")
-            if blocked.dim() == 4 and mask_rank["value"] == 3:
-                kw[mask] = kw[mask][:, 0]  # (B, T, T) for a one-head module
-        try:
-            out, w = _split(module(*([inp] * n_inputs), **kw))
-        except RuntimeError:
-            if blocked is None or blocked.dim() != 4 or mask_rank["value"] == 3:
-                raise
-            kw[mask] = kw[mask][:, 0]  # (B, 1, T, T) did not fit: try (B, T, T)
-            out, w = _split(module(*([inp] * n_inputs), **kw))  # raises the new error if not
-            mask_rank["value"] = 3
+        out, w = _split(module(*([inp] * n_inputs), **kw))
         if not first:
             out = out.transpose(0, 1)
         return out, w
 
     a = Adapter(module, c, heads, run, causal="flag" if (flag or mask) else "unknown",
                 padding=bool(pad or mask), weights="flag" if wflag else "unknown", notes=notes)
-    a._meaning, a._mask_name, a._pad_name, a._mask_rank = meaning, mask, pad, mask_rank
+    a._meaning, a._mask_name, a._pad_name = meaning, mask, pad
     a._style, a._flag = style, flag
     a._declared_causal = causal
     return a
@@ -207,8 +201,10 @@ def mask_meaning(a: Adapter, x, outputs_differ) -> str | None:
     reading, or both, are causal (the module then ignores the mask or is broken).
     """
     name = getattr(a, "_mask_name", None)
-    if name is None or getattr(a, "_style", {}).get("causal") == "flag":
-        return None  # the mask argument carries no causal mask: nothing to read it from
+    if name is None:
+        return None
+    if a._style["causal"] not in ("mask", "flag+mask"):
+        return _meaning_from_padding(a, x, outputs_differ)
     x2 = x.clone()
     x2[:, 1:] = -2.0 * x[:, 1:].flip(1)
     found = []
@@ -217,6 +213,30 @@ def mask_meaning(a: Adapter, x, outputs_differ) -> str | None:
         try:
             first = a.run(x, True, None, False)[0][:, :1]
             second = a.run(x2, True, None, False)[0][:, :1]
+        except Exception:  # noqa: BLE001 - this reading does not fit the module
+            continue
+        if torch.isfinite(first).all() and not outputs_differ(first, second):
+            found.append(reading)
+    a._meaning["mask"] = found[0] if len(found) == 1 else None
+    return a._meaning["mask"]
+
+
+def _meaning_from_padding(a, x, outputs_differ):
+    """What True means in a padding-only mask argument: the reading under which the real
+    positions of a padded sequence ignore its padded tokens."""
+    if a._pad_name is not None:
+        return None
+    t = x.shape[1]
+    pad = torch.zeros(x.shape[0], t, dtype=torch.bool)
+    pad[:, t - 2:] = True  # the last two positions padded in every sequence
+    x2 = x.clone()
+    x2[:, t - 2:] = -2.0 * x[:, t - 2:]
+    found = []
+    for reading in ("blocked", "keep"):
+        a._meaning["mask"] = reading
+        try:
+            first = a.run(x, False, pad, False)[0][:, :t - 2]
+            second = a.run(x2, False, pad, False)[0][:, :t - 2]
         except Exception:  # noqa: BLE001 - this reading does not fit the module
             continue
         if torch.isfinite(first).all() and not outputs_differ(first, second):

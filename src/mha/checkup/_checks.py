@@ -31,7 +31,7 @@ class Context:
             return float(self.atol)
         finite = ref[torch.isfinite(ref)]
         big = float(finite.abs().max()) if finite.numel() else 1.0
-        return self.rel * max(1.0, big)
+        return self.rel * max(big, 1e-30)  # relative to the size of the values compared
 
     def largest(self, a, b):
         """Largest |a - b|; NaN or inf in the same places of both count as equal."""
@@ -89,7 +89,9 @@ def _triangular_buffer(module, t):
         if tensor.dim() >= 2 and tensor.shape[-1] == tensor.shape[-2] >= t:
             m = tensor.reshape(-1, *tensor.shape[-2:])[0][:t, :t]
             m = m != 0 if m.dtype != torch.bool else m
-            if m.any() and not m.all() and (torch.equal(m, m.tril()) or torch.equal(m, m.triu())):
+            # a triangle, maybe one diagonal off (an off-by-one mask is still a causal buffer)
+            if m.any() and not m.all() and (torch.equal(m, m.tril(1)) or
+                                            torch.equal(m, m.triu(-1))):
                 return True
     return False
 
@@ -98,6 +100,8 @@ def settle_call(ctx, notes):
     """How to ask for causal attention and for weights: try the flags, keep what works."""
     a = ctx.a
     style = getattr(a, "_style", None)
+    if style and a._mask_name and not a._pad_name:
+        _settle_mask_form(ctx, notes)
     if style and style["causal"] == "flag" and a._mask_name:
         try:
             ctx.run(ctx.x, True)
@@ -116,6 +120,35 @@ def settle_call(ctx, notes):
             a.weights = None
 
 
+def _settle_mask_form(ctx, notes):
+    """Which shapes the mask argument takes, probed with B != T so a wrong one raises."""
+    a, style = ctx.a, ctx.a._style
+    x2, t = ctx.x[:2], ctx.t
+    pad2 = torch.arange(t) >= torch.tensor([t, t - 1])[:, None]  # (2, T)
+    if style["causal"] == "mask":
+        try:
+            ctx.run(x2, True)
+        except Exception:  # noqa: BLE001 - a (T, T) mask does not fit: padding only
+            style["causal"] = "none"
+            a.causal = "unknown"
+    for form in ("4", "3", "keys"):
+        if form == "keys" and style["causal"] == "mask":
+            break  # a causal (T, T) mask fits; padding then goes in the same square mask
+        style["form"] = form
+        try:
+            ctx.run(x2, False, pad2)
+            break
+        except Exception:  # noqa: BLE001 - try the next shape
+            continue
+    else:  # no shape works: keep the square mask, so the checks report the module's error
+        style["form"] = "4"
+        if style["causal"] == "none":
+            style["causal"], a.causal = "mask", "flag"
+    shape = {"4": "(B, 1, T, T)", "3": "(B, T, T)", "keys": "(B, T)"}[style["form"]]
+    notes.append(f"{a._mask_name}= takes " + ("a causal (T, T) mask and " if
+                 style["causal"] == "mask" else "no causal mask, ") + f"padding as {shape}")
+
+
 def settle(ctx, notes):
     """Decide what the module can be asked for (causal, weights) from its behaviour."""
     a = ctx.a
@@ -123,8 +156,9 @@ def settle(ctx, notes):
         declared = getattr(a, "_declared_causal", None)
         if declared is None:
             reads, nan_rows = _reads(ctx, False)
-            everything = bool(reads.all()) and not nan_rows.any()
-            declared = not everything or _triangular_buffer(a.module, ctx.t)
+            i, j = torch.meshgrid(torch.arange(ctx.t), torch.arange(ctx.t), indexing="ij")
+            one_sided = not reads[j > i].any() or not reads[j < i].any()  # a triangle unread
+            declared = bool(nan_rows.any()) or one_sided or _triangular_buffer(a.module, ctx.t)
         a.causal = "always" if declared else "never"
         notes.append("no causal option: " + ("the module is treated as always causal (it "
                      "does not read every position, or holds a triangular buffer)"
@@ -237,13 +271,25 @@ def padding(ctx):
             same = rows.shape[0] > 1 and bool((rows - rows[:1]).abs().max() <=
                                               ctx.tol(rows))
             named = ["padding on the query axis"] if (not torch.isfinite(rows).all() or same) \
-                else ["padding not on the keys"]
+                else ["mask inverted"] if _reads_only_padding(ctx, b) else \
+                ["padding not on the keys"]
     tol = ctx.tol(out0[~ctx.pad])
     if worst <= tol:
         return True, f"real positions unchanged when padded tokens change (under {tol:.2g})"
     amount = "NaN or inf" if math.isinf(worst) else f"{worst:.2g}"
     return False, (f"real positions of sequence {where} change by {amount} when its padded "
                    "tokens change"), named
+
+
+def _reads_only_padding(ctx, b):
+    """Do the real positions of sequence b ignore its other real tokens (an inverted mask)?"""
+    real = torch.where(~ctx.pad[b])[0]
+    if len(real) < 2:
+        return False
+    xb = ctx.x.clone()
+    xb[b, real[0]] = ctx.x_other[b, real[0]]
+    first, second = ctx.run(ctx.x, False, ctx.pad)[0], ctx.run(xb, False, ctx.pad)[0]
+    return not ctx.differ(first[b, real[1:]], second[b, real[1:]])
 
 
 def batch(ctx):

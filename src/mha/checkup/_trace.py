@@ -101,6 +101,13 @@ class _Watcher(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
+        try:  # watching must never change or break the call
+            self._watch(func, args, kwargs, out)
+        except Exception:  # noqa: BLE001, S110 - a shape the watcher does not know: skip it
+            pass
+        return out
+
+    def _watch(self, func, args, kwargs, out):
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         tensors += [a for a in kwargs.values() if isinstance(a, torch.Tensor)]
         self.keep.append(out)
@@ -109,10 +116,10 @@ class _Watcher(TorchDispatchMode):
             dim = args[1] - args[0].dim() if args[1] >= 0 else args[1]
             i = self._add_event(args[0], out, dim)
             self._mark(out, i)
-            return out
+            return
         if func in _SDPA and args[0].shape[-2] == t:
             self._sdpa(args, kwargs)
-            return out
+            return
         if func in _PRODUCTS:
             for a in tensors:
                 i = self.taint.get(_storage(a))
@@ -131,7 +138,7 @@ class _Watcher(TorchDispatchMode):
                     weight[0].numel() == c * (out.numel() // (self.b * t)):
                 self.trace.projections.append(self._to_bt(out, order))
                 self._proj_out, self._proj_order = _storage(out), order
-            return out
+            return
         # an op on a tainted tensor (dropout, masked_fill, view) passes the taint on
         found = [self.taint[p] for p in map(_storage, tensors) if p in self.taint]
         if found and isinstance(out, torch.Tensor):
@@ -140,9 +147,14 @@ class _Watcher(TorchDispatchMode):
         if func in (aten.add.Tensor,) and self.trace.projections and len(tensors) == 2 and \
                 getattr(self, "_proj_out", None) in map(_storage, tensors) and \
                 isinstance(out, torch.Tensor) and out.numel() == tensors[0].numel():
-            self.trace.projections[-1] = self._to_bt(out, self._proj_order)
+            d = self.trace.projections[-1].shape[-1]
+            if out.shape[-1] == d:
+                self.trace.projections[-1] = self._to_bt(out, self._proj_order)
+            elif out.dim() == 4 and out.shape[0] == self.b and out.shape[2] == t and \
+                    out.shape[1] * out.shape[3] == d and self._proj_order:  # (B, H, T, dh)
+                self.trace.projections[-1] = out.detach().double().transpose(1, 2) \
+                    .reshape(self.b, t, d)
             self._proj_out = _storage(out)
-        return out
 
     def _mark(self, out, i):
         if isinstance(out, torch.Tensor):
@@ -202,7 +214,9 @@ def projection_candidates(trace_: Trace, c: int, module) -> list:
         outs.extend(torch.cat(narrow[i::3], dim=-1) for i in range(3))
     if narrow and not outs:
         outs.extend(narrow)
-    biases = [p.detach().double() for p in module.parameters() if p.dim() == 1]
+    biases = [p.detach().double().reshape(-1) for p in module.parameters()
+              if p.dim() == 1 or (p.dim() == 2 and p.numel() <= 3 * c and c % p.shape[-1] == 0
+                                  and p.shape[0] * p.shape[1] in (c, 3 * c))]
     cands = []
     for o in outs:
         cands.append(o)
