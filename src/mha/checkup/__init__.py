@@ -13,8 +13,9 @@ Each :class:`CheckResult` is ``passed`` True, False, or None (**not run**: the
 module offers no way to run it, and the detail says what to pass). A check
 fails only on what it measured; its detail says what, and ``mistakes`` names
 the classic mistakes (:data:`MISTAKES`) the measurement points to.
-Tolerances follow the dtype: ``tol = k * eps(dtype) * max(1, largest |value|)``
-(``k`` in :data:`TOL_EPS`), or ``atol=`` when given.
+Tolerances follow the dtype and the size of the values compared:
+``tol = k * eps(dtype) * largest |value|`` (``k`` in :data:`TOL_EPS`), or ``atol=``
+when given.
 
 The check-up runs in ``eval()`` (one check in ``train()``) and leaves the
 module's mode, its ``.grad`` and torch's global random state as it found them.
