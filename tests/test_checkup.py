@@ -278,6 +278,13 @@ def test_cli_exits_2_naming_a_missing_class(tmp_path, capsys):
     assert "has no 'Other'; its nn.Module classes: ['Mine']" in capsys.readouterr().err
 
 
+def test_cli_says_how_to_pass_a_module_it_cannot_build(tmp_path, capsys):
+    path = _write(tmp_path, GOOD.replace("DIVISOR", "c").replace(
+        "(self, embed_dim, num_heads):", "(self, embed_dim, num_heads, block):"))
+    assert main([f"{path}:Mine"]) == 2
+    assert "def make(): return Mine(...), and pass file.py:make" in capsys.readouterr().err
+
+
 def test_cli_runs_as_a_module_from_a_terminal(tmp_path):
     import os
     import subprocess

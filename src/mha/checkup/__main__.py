@@ -56,9 +56,14 @@ def build(obj, d_model: int, heads: int):
         elif p.name in _HEAD_NAMES:
             kw[p.name] = heads
     required = [p for p in params if p.default is p.empty and p.name not in kw]
-    if kw and not required:
-        return obj(**kw)
-    return obj(d_model, heads) if len(params) >= 2 else obj(d_model)
+    try:
+        if kw and not required:
+            return obj(**kw)
+        return obj(d_model, heads) if len(params) >= 2 else obj(d_model)
+    except TypeError as err:
+        raise TypeError(f"could not build {obj.__name__} from d_model={d_model}, heads={heads} "
+                        f"({err}); add a function to the file that returns the module, e.g. "
+                        f"def make(): return {obj.__name__}(...), and pass file.py:make") from err
 
 
 def main(argv=None) -> int:
