@@ -80,8 +80,8 @@ def install_course(home: Path, uid: int, gid: int) -> None:
     """~/mha-course (sources and config of this repository's course) and ~/nbgrader_config.py."""
     course = home / "mha-course"
     shutil.copytree(COURSE / "source", course / "source", dirs_exist_ok=True)
-    for name in ("nbgrader_config.py", "lms_collectors.py"):
-        shutil.copy(COURSE / name, course / name)
+    for module in COURSE.glob("*.py"):  # the config and the modules it imports
+        shutil.copy(module, course / module.name)
     shutil.copy(HERE / "instructor_nbgrader_config.py", home / "nbgrader_config.py")
     for path in [course, home / "nbgrader_config.py", *course.rglob("*")]:
         os.chown(path, uid, gid)

@@ -10,6 +10,7 @@ PREFIX/env    a venv made from /usr/bin/python3 (not pyenv's, which lives under 
               env/etc/jupyter/nbgrader_config.py      classroom/nbgrader_config.py
               env/etc/jupyter-student/                classroom/student-config/
               env/etc/jupyter-instructor/             classroom/instructor-config/
+              env/share/jupyter/lab/settings/         classroom/lab-settings/ (no news prompt)
               env/share/mha-course/lessons/           notebooks/NN_*.ipynb (for students)
               env/share/mha-course/*.py               classroom/sync_lessons.py,
                                                       classroom/register_students.py
@@ -136,6 +137,11 @@ def build(prefix: Path, python: str, torch_args: list[str]) -> None:
         shutil.copy(lesson, share / "lessons" / lesson.name)
     for script in ("sync_lessons.py", "register_students.py"):
         shutil.copy(HERE / script, share / script)
+    # JupyterLab's defaults for everyone: no "Jupyter news?" prompt, no update check (both
+    # would reach outside; a class needs neither)
+    settings = env / "share" / "jupyter" / "lab" / "settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    shutil.copy(HERE / "lab-settings" / "overrides.json", settings / "overrides.json")
     open_feedback_from_its_link(env)
     print(f"class environment ready: {env}")
 

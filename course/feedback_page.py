@@ -5,7 +5,7 @@ that is blocked, and inside JupyterLab's HTML viewer scripts do not run at all) 
 long error line run off the right edge. Here, ``MathToMathML`` turns every ``$...$`` and
 ``$$...$$`` of the markdown cells into MathML (latex2mathml), which the browser draws with
 no script and no network; ``WrapLongLines`` adds a style that wraps long lines; and the
-``mha_feedback`` template is nbgrader's own feedback template, read from the installed
+``feedback`` template used is nbgrader's own feedback template, read from the installed
 nbgrader, without its MathJax script tag (written to ``.feedback_template/`` beside this
 file, so it always matches the nbgrader that renders it). course/nbgrader_config.py turns
 them on.
@@ -21,7 +21,9 @@ from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-TEMPLATE_NAME = "mha_feedback"
+# The derived template keeps nbgrader's name: the Formgrader's "generate feedback" button asks for
+# 'feedback' by name (nbgrader.apps.api forces it), and the search path holds only this copy.
+TEMPLATE_NAME = "feedback"
 MATHJAX_CALL = "{{ mathjax() }}"  # nbgrader 0.9's feedback template loads MathJax from a CDN
 WRAP_CSS = """
 pre, div.output_area pre, div.output_subarea pre { white-space: pre-wrap; overflow-wrap: anywhere; }
@@ -76,7 +78,7 @@ class WrapLongLines(Preprocessor):
 
 
 def template_dirs(folder: str | None = None) -> list[str]:
-    """A template folder holding ``mha_feedback``: nbgrader's installed feedback template
+    """A template folder holding ``feedback``: nbgrader's installed feedback template
     without its MathJax call (the math is MathML already). Where nbgrader's template has no
     such call, it is used as it is."""
     import nbgrader
