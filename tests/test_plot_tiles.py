@@ -53,3 +53,19 @@ def test_grid_draws_one_line_per_tile_border():
 def test_grid_refuses_a_mask_of_another_shape():
     with pytest.raises(ValueError, match=r"one \(Tq, Tk\) = \(4, 4\) boolean mask"):
         tile_grid(4, 4, 2, 2, mask=np.zeros((4, 5), bool))
+
+
+def test_mask_legend_takes_the_shades_mask_grid_draws():
+    from matplotlib.colors import to_rgba
+
+    from mha.plot import mask_grid
+    from mha.plot.tiles import mask_legend
+
+    ax, image = mask_grid(mha.causal_mask(4), labels=None)
+    legend = mask_legend(image)
+    assert [t.get_text() for t in legend.get_texts()] == ["blocked (True): weight 0",
+                                                          "allowed (False)"]
+    blocked_patch, allowed_patch = legend.get_patches()
+    assert to_rgba(blocked_patch.get_facecolor()) == to_rgba(image.cmap(image.norm(1)))
+    assert to_rgba(allowed_patch.get_facecolor()) == to_rgba(image.cmap(image.norm(0)))
+    assert blocked_patch.get_facecolor() != allowed_patch.get_facecolor()

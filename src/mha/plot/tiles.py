@@ -65,3 +65,18 @@ def tile_grid(tq: int, tk: int, block_q: int, block_k: int, *, is_causal: bool =
     if title:
         ax.set_title(title, fontsize=10, pad=12)
     return {"ax": ax, "image": image, "plan": plan}
+
+
+def mask_legend(image, ax=None, *, loc="upper center", bbox_to_anchor=(0.5, -0.02)):
+    """A legend for :func:`mha.plot.mask_grid`: which shade is blocked, which allowed.
+
+    ``image`` is the ``AxesImage`` that ``mask_grid`` returns; the two patches take
+    its own colours (1 = blocked = True, 0 = allowed = False), so the legend cannot
+    drift from the picture. Returns the ``Legend``.
+    """
+    ax = image.axes if ax is None else ax
+    shade = {value: image.cmap(image.norm(value)) for value in (1, 0)}
+    handles = [Patch(facecolor=shade[1], edgecolor="0.3", label="blocked (True): weight 0"),
+               Patch(facecolor=shade[0], edgecolor="0.3", label="allowed (False)")]
+    return ax.legend(handles=handles, loc=loc, bbox_to_anchor=bbox_to_anchor, ncol=2,
+                     fontsize=8, frameon=False)

@@ -1,0 +1,71 @@
+"""Specification of lesson 08's your-turn check: appending one step to the KV cache."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mha.checks._core import CheckFailed, NotAttempted
+from mha.checks.turns_08 import APPEND_MISTAKES, check_append_step
+from mha.checks.your_turn import verdict
+
+
+def stub(cache_k, cache_v, k_new, v_new):
+    k_all = ...  # (B, H_kv, T + 1, dh)
+    v_all = ...
+    return k_all, v_all
+
+
+def solution(cache_k, cache_v, k_new, v_new):
+    k_all = torch.cat((cache_k, k_new), dim=2)  # (B, H_kv, T + 1, dh)
+    v_all = torch.cat((cache_v, v_new), dim=2)
+    return k_all, v_all
+
+
+def test_the_untouched_stub_is_not_attempted():
+    with pytest.raises(NotAttempted, match="not attempted yet"):
+        check_append_step(stub)
+    assert verdict(check_append_step, stub).startswith("Not yet: append_step: not attempted")
+
+
+def test_the_solution_passes():
+    assert verdict(check_append_step, solution).startswith("Correct: append_step: correct")
+
+
+def test_the_packages_layer_cache_passes():
+    from mha.kv_cache import LayerCache
+
+    def with_layer_cache(cache_k, cache_v, k_new, v_new):
+        layer = LayerCache()
+        layer.append(cache_k, cache_v)
+        return layer.append(k_new, v_new)
+
+    check_append_step(with_layer_cache)
+
+
+@pytest.mark.parametrize("mistake", APPEND_MISTAKES, ids=lambda m: m.name)
+def test_each_classic_mistake_is_named(mistake):
+    with pytest.raises(CheckFailed) as failed:
+        check_append_step(mistake.compute)
+    assert str(failed.value) == f"append_step: {mistake.sentence}"
+
+
+def test_an_answer_that_writes_into_its_inputs_does_not_change_the_next_case():
+    def in_place(cache_k, cache_v, k_new, v_new):
+        out = solution(cache_k, cache_v, k_new, v_new)
+        cache_k.zero_()
+        cache_v.zero_()
+        return out
+
+    check_append_step(in_place)
+    check_append_step(solution)
+
+
+def test_a_single_tensor_is_refused_with_a_sentence():
+    with pytest.raises(CheckFailed, match=r"return two tensors"):
+        check_append_step(lambda ck, cv, kn, vn: torch.cat((ck, kn), dim=2))
+
+
+def test_none_is_not_attempted():
+    with pytest.raises(NotAttempted):
+        check_append_step(None)

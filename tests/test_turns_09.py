@@ -1,0 +1,58 @@
+"""Specification of lesson 09's your-turn check: one tile step of the online softmax."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mha.checks._core import CheckFailed, NotAttempted
+from mha.checks.turns_09 import TILE_MISTAKES, check_tile_step, tile_step_reference
+from mha.checks.your_turn import verdict
+from mha.reference import softmax
+
+
+def stub(m, ell, a, s, v):
+    m_new = max(m, float(s.max()))
+    rescale = ...  # noqa: F841 (the stub as the lesson shows it)
+    l_new = ...
+    a_new = ...
+    return m_new, l_new, a_new
+
+
+def solution(m, ell, a, s, v):
+    m_new = max(m, float(s.max()))
+    rescale = np.exp(m - m_new)
+    l_new = ell * rescale + np.exp(s - m_new).sum()
+    a_new = a * rescale + np.exp(s - m_new) @ v
+    return m_new, l_new, a_new
+
+
+def test_the_untouched_stub_is_not_attempted():
+    with pytest.raises(NotAttempted, match="not attempted yet"):
+        check_tile_step(stub)
+    assert verdict(check_tile_step, stub).startswith("Not yet: tile_step: not attempted")
+
+
+def test_the_solution_passes():
+    assert verdict(check_tile_step, solution).startswith("Correct: tile_step: correct")
+
+
+@pytest.mark.parametrize("mistake", TILE_MISTAKES, ids=lambda m: m.name)
+def test_each_classic_mistake_is_named(mistake):
+    with pytest.raises(CheckFailed) as failed:
+        check_tile_step(mistake.compute)
+    assert str(failed.value) == f"tile_step: {mistake.sentence}"
+
+
+def test_the_reference_steps_give_the_softmax_of_the_whole_row():
+    rng = np.random.default_rng(0)
+    s, v = rng.normal(size=7) * 5, rng.normal(size=(7, 3))
+    m, ell, a = -np.inf, 0.0, np.zeros(3)
+    for j in range(0, 7, 3):
+        m, ell, a = tile_step_reference(m, ell, a, s[j:j + 3], v[j:j + 3])
+    np.testing.assert_allclose(a / ell, softmax(s) @ v, rtol=1e-12)
+
+
+def test_a_wrong_number_of_results_is_refused_with_a_sentence():
+    with pytest.raises(CheckFailed, match=r"return three things"):
+        check_tile_step(lambda m, ell, a, s, v: (m, ell))
