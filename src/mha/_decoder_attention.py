@@ -25,10 +25,12 @@ import torch.nn.functional as F
 
 from . import masks
 from ._checks import (
+    DTypeError,
     all_finite,
     check_finite,
     check_has_features,
     check_has_keys,
+    check_positive_int,
     refuse_nonfinite_attention,
 )
 from .layers import check_torch_mask
@@ -44,8 +46,14 @@ def repeat_kv(x, n_rep: int):
     ``repeat_interleave`` gives heads ``[0, 0, 1, 1]`` for ``n_rep = 2``: query
     head ``h`` reads K/V head ``h // n_rep``, as SDPA's ``enable_gqa=True`` does.
     ``x.repeat(1, n_rep, 1, 1)`` would give ``[0, 1, 0, 1]``: the right shape,
-    the wrong heads, no error.
+    the wrong heads, no error. Refuses an ``n_rep`` that is not a positive int
+    (``n_rep = 0`` would return no head at all) and an ``x`` that is not a 4-D
+    tensor.
     """
+    n_rep = check_positive_int(n_rep, "n_rep")
+    if not isinstance(x, torch.Tensor) or x.ndim != 4:
+        raise ValueError(f"repeat_kv takes x as a tensor (B, H_kv, T, dh); got "
+                         f"{tuple(getattr(x, 'shape', ())) or type(x).__name__}.")
     return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)
 
 
@@ -122,9 +130,35 @@ def attention_mask(query_positions, key_positions, key_padding=None, window=None
 
     One query (``Tq == 1``) with no padding and no window returns None without
     building anything: the newest token may read every cached key.
+
+    Refuses positions that are not 2-D integer tensors with one batch ``B``, a
+    ``key_padding`` that is not a bool ``(B, Tk)`` tensor, more queries than
+    keys (``Tq > Tk``: the queries are the last ``Tq`` keys) and what
+    :func:`mha.masks.mask_from_positions` refuses (``window``, huge positions).
     """
+    for name, p in (("query_positions", query_positions), ("key_positions", key_positions)):
+        if not isinstance(p, torch.Tensor) or p.dtype.is_floating_point or \
+                p.dtype.is_complex or p.dtype == torch.bool:
+            raise DTypeError(f"{name} must be an integer tensor (B, T) of absolute positions; "
+                             f"got {getattr(p, 'dtype', type(p).__name__)}.")
+        if p.ndim != 2:
+            raise ValueError(f"{name} must be (B, T), one row of absolute positions per "
+                             f"sequence; got shape {tuple(p.shape)}.")
     b, t_q = query_positions.shape
     t_k = key_positions.shape[1]
+    if key_positions.shape[0] != b:
+        raise ValueError(f"query_positions {tuple(query_positions.shape)} and key_positions "
+                         f"{tuple(key_positions.shape)} must share the batch B (B, T).")
+    if t_q > t_k:
+        raise ValueError(f"{t_q} queries over {t_k} keys: the new queries are the last Tq of "
+                         "the Tk keys (the cache holds them too), so Tq <= Tk.")
+    if key_padding is not None:
+        if not isinstance(key_padding, torch.Tensor) or key_padding.dtype != torch.bool:
+            raise DTypeError(f"key_padding must be a bool tensor (B, Tk), True = padding; got "
+                             f"{getattr(key_padding, 'dtype', type(key_padding).__name__)}.")
+        if tuple(key_padding.shape) != (b, t_k):
+            raise ValueError(f"key_padding must be (B, Tk) = {(b, t_k)}, one flag per key; got "
+                             f"shape {tuple(key_padding.shape)}.")
     padded = key_padding is not None and bool(key_padding.any())
     if t_q == 1 and not padded and window is None:
         return None

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from . import masks
+from ._checks import DTypeError, check_torch_float_dtype
 from ._compare_grads import (
     NN,
     gradient_differences,
@@ -126,8 +127,12 @@ def run_four_paths(module: MultiHeadAttention, query, context=None, mask=None,
 def max_differences(arrays: dict, reference: str = "numpy") -> dict:
     """``{name: max |arrays[name] - arrays[reference]|}`` for every other name, as floats.
 
-    The arrays must share one shape (``ValueError`` otherwise, naming both).
+    The arrays must share one shape (``ValueError`` otherwise, naming both);
+    ``reference`` must be one of the names (``ValueError`` naming those there are).
     """
+    if reference not in arrays:
+        raise ValueError(f"no array named {reference!r} to measure against; the names are "
+                         f"{list(arrays)}. Pass reference= one of them.")
     ref = np.asarray(arrays[reference], dtype=np.float64)
     result = {}
     for name, value in arrays.items():
@@ -141,21 +146,32 @@ def max_differences(arrays: dict, reference: str = "numpy") -> dict:
 
 
 def magnitude(x: float) -> str:
-    """The power of ten at or just below ``|x|``: ``"1e-07"`` for 1.2e-7 or 4.8e-7; 0 is ``"0"``.
+    """The power of ten at or just above ``|x|``, an upper bound: ``"1e-06"`` for 1.2e-7 or 9.5e-7.
 
     Rounding differences move with the CPU and the thread count (a max
-    difference of one float32 ulp near 1 is 1.2e-7, of four ulps 4.8e-7); their
+    difference of one float32 ulp near 1 is 1.2e-7, of eight ulps 9.5e-7); their
     order of magnitude moves far less, so a notebook can print it and stay
-    comparable. ``"1e-07"`` reads "between 1e-7 and 1e-6".
+    comparable. ``"1e-06"`` reads "at most 1e-6" (and more than 1e-7); 0 is
+    ``"0"``, +-inf and NaN are ``"inf"`` and ``"nan"``. Rounding up, never down:
+    a printed bound is never smaller than the difference it stands for.
+    Refuses a string, a bool or anything that is not one real number
+    (``DTypeError``).
     """
-    x = abs(float(x))
+    if isinstance(x, (str, bytes, bool, np.bool_)):
+        raise DTypeError(f"magnitude takes a number; got {x!r}.")
+    try:
+        x = abs(float(x))
+    except (TypeError, ValueError):
+        raise DTypeError(f"magnitude takes one real number; got {x!r}.") from None
     if x == 0.0:
         return "0"
     if not math.isfinite(x):
         return str(x)
-    exponent = math.floor(math.log10(x))
-    if 10.0 ** (exponent + 1) <= x:  # log10 rounded up across a power of ten
+    exponent = math.ceil(math.log10(x))
+    if 10.0 ** exponent < x:  # log10 rounded down across a power of ten
         exponent += 1
+    elif 10.0 ** (exponent - 1) >= x:  # rounded up across one
+        exponent -= 1
     return f"{10.0 ** exponent:.0e}"
 
 
@@ -166,7 +182,10 @@ def seeded_module(d_model: int, n_heads: int, bias: bool = True, dtype=torch.flo
     Parameters are uniform in ``+-1/sqrt(C)``, drawn in float64 from a private
     generator (the global torch seed is not touched) and then cast to ``dtype``:
     one seed gives the same weights, rounded, in float32 and float64.
+    Refuses a ``dtype`` that is not a floating torch dtype (``DTypeError``;
+    ``np.float32`` is named with its torch spelling), and what the module refuses.
     """
+    dtype = check_torch_float_dtype(dtype, "dtype")
     with torch.random.fork_rng(devices=[]):  # nn.Linear's own init draws from the global seed
         module = MultiHeadAttention(d_model, n_heads, bias=bias, dtype=torch.float64)
     g = torch.Generator().manual_seed(seed)
@@ -208,9 +227,12 @@ def difference_table(query, n_heads: int, mask=None, key_padding_mask=None, *,
 def format_table(table: dict, fmt=magnitude) -> str:
     """``{column: {row: value}}`` as text: one line per row, values through ``fmt``.
 
-    Every column must have the same rows (``ValueError`` otherwise).
+    Every column must have the same rows, and there must be at least one column
+    and one row (``ValueError`` otherwise).
     """
     columns = list(table)
+    if not columns or not table[columns[0]]:
+        raise ValueError(f"format_table needs at least one column and one row; got {table!r}.")
     rows = list(table[columns[0]])
     for c in columns:
         if list(table[c]) != rows:
@@ -232,8 +254,12 @@ def attention_kernels(fn) -> list:
     ``TorchFunctionMode`` would: it turns ``nn.MultiheadAttention``'s fast path
     off). Names depend on the torch version and the device, e.g.
     ``"aten._softmax"``, ``"aten._scaled_dot_product_flash_attention_for_cpu"``,
-    ``"aten._native_multi_head_attention"``.
+    ``"aten._native_multi_head_attention"``. Refuses an ``fn`` that is not
+    callable (``TypeError``: pass ``lambda: module(x)``, not ``module(x)``).
     """
+    if not callable(fn):
+        raise TypeError(f"attention_kernels runs fn(): pass a function such as "
+                        f"lambda: module(x), not its result; got {type(fn).__name__}.")
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _Log(TorchDispatchMode):

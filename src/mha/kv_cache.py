@@ -20,19 +20,14 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from ._checks import DTypeError, check_positive_int
+from ._checks import (
+    DTypeError,
+    check_non_negative_int,
+    check_positive_int,
+    check_torch_float_dtype,
+)
 
 __all__ = ["KVCache", "LayerCache", "kv_cache_bytes"]
-
-
-def _non_negative_int(n, name: str) -> int:
-    """``n`` as a Python int >= 0 (NumPy integers too), as ``_checks.check_positive_int``
-    words it: ``DTypeError`` for a bool or non-integer, ``ValueError`` below 0."""
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise DTypeError(f"{name} must be a non-negative int; got {n!r}.")
-    if n < 0:
-        raise ValueError(f"{name} must be a non-negative int; got {n!r}.")
-    return int(n)
 
 
 def kv_cache_bytes(n_layers: int, batch: int, n_kv_heads: int, length: int, d_head: int,
@@ -43,13 +38,16 @@ def kv_cache_bytes(n_layers: int, batch: int, n_kv_heads: int, length: int, d_he
     (4 for float32, 2 for bfloat16). The positions and padding flags a
     :class:`KVCache` also keeps are ``(B, T)``, independent of the model's width,
     and are not counted. Sizes may be NumPy integers. Refuses a negative size
-    (``ValueError``) and a bool or non-integer one (``DTypeError``).
+    (``ValueError``), a bool or non-integer one, and a ``dtype`` that is not a
+    floating torch dtype (``DTypeError``: the cache stores floating tensors;
+    ``np.float32`` or ``"float32"`` is named with its torch spelling).
     """
+    dtype = check_torch_float_dtype(dtype, "dtype")
     sizes = {"n_layers": n_layers, "batch": batch, "n_kv_heads": n_kv_heads,
              "length": length, "d_head": d_head}
     product = 2 * torch.empty((), dtype=dtype).element_size()
     for name, n in sizes.items():
-        product *= _non_negative_int(n, name)  # Python ints: no int64 overflow
+        product *= check_non_negative_int(n, name)  # Python ints: no int64 overflow
     return product
 
 
@@ -148,7 +146,8 @@ class KVCache:
     takes: the number of real (non-padding) tokens cached, which is
     :attr:`length` when nothing is padded.
 
-    Refuses what :class:`LayerCache` refuses, a layer index out of range, and
+    Refuses what :class:`LayerCache` refuses, a layer index that is not an int
+    or is out of range, and
     positions / padding that are not ``(B, T_new)`` integer / bool tensors or
     whose batch differs from the cached one.
     """
@@ -174,6 +173,8 @@ class KVCache:
         return sum(layer.nbytes for layer in self.layers)
 
     def __getitem__(self, i: int) -> LayerCache:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise DTypeError(f"a layer index must be an int; got {i!r}.")
         if not -self.n_layers <= i < self.n_layers:
             raise IndexError(f"layer {i} out of range: the cache has {self.n_layers} layers.")
         return self.layers[i]

@@ -14,6 +14,7 @@ from ._checks import (
     check_flag,
     check_has_keys,
     check_heads,
+    check_output_finite,
     check_positive_int,
 )
 from ._mask_checks import check_mask, check_mask_rank
@@ -111,8 +112,10 @@ class MultiHeadAttention:
     ``context`` with different ``B``, keys of length 0 (``Tk = 0``; ``Tq = 0``
     is fine and gives ``(B, 0, C)``), a mask that is neither 2-D nor 4-D (a
     3-D mask is ambiguous: broadcasting would read ``(B, Tq, Tk)`` as
-    ``(H, Tq, Tk)``), and whatever :func:`mha.attention` refuses (bad values, a
-    bad or fully blocking mask).
+    ``(H, Tq, Tk)``), whatever :func:`mha.attention` refuses (bad values, a
+    bad or fully blocking mask, scores too large for memory), and NaN or +-inf
+    from a projection that overflowed (q, k, v in :func:`mha.attention`'s
+    words; the output projection as the torch module words it).
     """
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = False, seed: int = 0,
@@ -168,6 +171,10 @@ class MultiHeadAttention:
         # (B, H, Tq, dh), (B, H, Tq, Tk)
         heads, weights = attention(q, k, v, mask=mask, scale=scale, is_causal=is_causal)
         out = self._project(merge_heads(heads), self.w_o, self.b_o)  # (B, Tq, C)
+        with np.errstate(over="ignore", invalid="ignore"):  # a sum of finite values may overflow
+            finite = np.isfinite(out.sum())  # one sum when finite, as the torch module checks
+        if not finite:
+            check_output_finite(out, "the output projection")
         return out, weights
 
     def _check_input(self, x, name):
