@@ -121,9 +121,11 @@ def as_float_array(x, name: str, min_ndim: int = 0) -> np.ndarray:
     Dtype rule: :func:`computation_dtype` (``np.result_type(x, float32)``).
     Refuses bool, complex, object and string arrays (``DTypeError``, a
     ``TypeError``), fewer than ``min_ndim`` dims, integers the floating dtype
-    cannot hold exactly, and NaN or +-inf anywhere (``ValueError``).
+    cannot hold exactly, and NaN or +-inf anywhere (``ValueError``), and what
+    :func:`as_array` refuses (a NumPy masked array, whose mask would be
+    ignored; a torch tensor NumPy cannot read).
     """
-    arr = np.asarray(x)
+    arr = as_array(x, name)
     check_real_dtype(arr, name)
     if arr.ndim < min_ndim:
         raise ValueError(

@@ -27,13 +27,14 @@ from . import masks
 from ._checks import (
     DTypeError,
     all_finite,
+    check_device,
     check_finite,
     check_has_features,
     check_has_keys,
     check_positive_int,
     refuse_nonfinite_attention,
 )
-from .layers import check_torch_mask
+from .layers import _check_scores_memory, check_torch_mask
 
 __all__ = ["attention_mask", "gqa_attention", "repeat_kv"]
 
@@ -71,7 +72,9 @@ def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
     no key (``Tk = 0``), no feature (``dh = 0``), no head (``H`` or ``H_kv = 0``),
     an unknown ``impl``, the masks :func:`mha.layers.check_torch_mask`
     refuses (non-bool, not broadcastable, a fully masked row), and NaN or +-inf
-    in q, k, v or in the scores (overflow), in :func:`mha.attention`'s words.
+    in q, k, v or in the scores (overflow), in :func:`mha.attention`'s words,
+    q, k, v on different devices or the meta device, and (manual path) scores
+    larger than the machine's memory (``TooLargeError``, naming the size).
     The manual path checks the scores before the mask; the SDPA path sees an
     overflow only in its output, so one on a blocked key gets through.
     """
@@ -97,6 +100,7 @@ def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
         raise ValueError(f"n_heads={h} is not a multiple of n_kv_heads={h_kv}: every K/V head "
                          "must serve the same number of query heads.")
     for name, t in (("q", q), ("k", k), ("v", v)):
+        check_device(t, name, q.device)
         check_finite(t, name)  # mha.attention's words; one sum when finite
     if mask is not None:
         mask = check_torch_mask(mask, (b, h, t_q, t_k), "mask", q.device)
@@ -108,6 +112,7 @@ def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
             refuse_nonfinite_attention(q, repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv),
                                        1 / math.sqrt(dh))
         return out
+    _check_scores_memory((b, h, t_q, t_k), q.element_size())  # before repeat_kv copies
     k, v = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)  # (B, H, Tk, dh)
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(dh)  # (B, H, Tq, Tk)
     if not all_finite(scores):  # before the mask, as mha.attention checks
@@ -164,7 +169,8 @@ def attention_mask(query_positions, key_positions, key_padding=None, window=None
         return None
     qp, kp = query_positions.cpu().numpy(), key_positions.cpu().numpy()
     rows = [masks.mask_from_positions(qp[i], kp[i], window=window) for i in range(b)]
-    blocked = torch.from_numpy(np.stack(rows)).to(query_positions.device)  # (B, Tq, Tk)
+    rows = np.stack(rows) if rows else np.zeros((0, t_q, t_k), dtype=bool)  # B = 0: no row
+    blocked = torch.from_numpy(rows).to(query_positions.device)  # (B, Tq, Tk)
     if padded:
         blocked |= key_padding[:, None, :]
         own = torch.arange(t_q, device=blocked.device) + (t_k - t_q)  # each query's own key slot

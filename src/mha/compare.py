@@ -30,9 +30,12 @@ import numpy as np
 import torch
 
 from . import masks
-from ._checks import DTypeError, check_torch_float_dtype
+from ._checks import DTypeError, as_float_array, check_flag, check_torch_float_dtype
 from ._compare_grads import (
     NN,
+    check_attention_module,
+    check_query,
+    check_seed,
     gradient_differences,
     gradients,
     migration_checks,
@@ -90,8 +93,15 @@ def run_four_paths(module: MultiHeadAttention, query, context=None, mask=None,
     tensors of its dtype. ``mask`` is ``(Tq, Tk)`` or ``(B|1, H|1, Tq|1, Tk)`` and
     ``key_padding_mask`` ``(B, Tk)``, both bool with True = blocked. The module's
     ``impl`` and train/eval mode are restored afterwards. Refuses what the paths
-    refuse (a fully masked row, a non-bool mask, a wrong shape or dtype).
+    refuse (a fully masked row, a non-bool mask, a wrong shape or dtype), another
+    kind of module (``TypeError``) and one in another dtype than float32 or
+    float64 (``DTypeError``: the NumPy path holds only those).
     """
+    check_attention_module(module, "run_four_paths")
+    dtype = module.out_proj.weight.dtype
+    if dtype not in (torch.float32, torch.float64):
+        raise DTypeError(f"run_four_paths compares with the NumPy class, which holds float32 or "
+                         f"float64; the module is {dtype}. Convert it, e.g. module.double().")
     training, impl = module.training, module.impl
     module.eval()
     kw = {"mask": mask, "key_padding_mask": key_padding_mask}
@@ -128,17 +138,22 @@ def max_differences(arrays: dict, reference: str = "numpy") -> dict:
     """``{name: max |arrays[name] - arrays[reference]|}`` for every other name, as floats.
 
     The arrays must share one shape (``ValueError`` otherwise, naming both);
-    ``reference`` must be one of the names (``ValueError`` naming those there are).
+    ``reference`` must be one of the names (``ValueError`` naming those there are);
+    each array must be real and finite, as :func:`mha.attention` words it.
     """
+    if not isinstance(arrays, dict):
+        raise TypeError(f"arrays must be a dict {{name: array}}; got {type(arrays).__name__}.")
     if reference not in arrays:
         raise ValueError(f"no array named {reference!r} to measure against; the names are "
                          f"{list(arrays)}. Pass reference= one of them.")
-    ref = np.asarray(arrays[reference], dtype=np.float64)
+    # as_float_array: numbers only, finite (a NaN would make the difference NaN), tensors
+    # that NumPy can read; in float64, where the subtraction of float32 values is exact.
+    ref = as_float_array(arrays[reference], str(reference)).astype(np.float64)
     result = {}
     for name, value in arrays.items():
         if name == reference:
             continue
-        value = np.asarray(value, dtype=np.float64)
+        value = as_float_array(value, str(name)).astype(np.float64)
         if value.shape != ref.shape:
             raise ValueError(f"{name} has shape {value.shape} but {reference} has {ref.shape}.")
         result[name] = float(np.abs(value - ref).max()) if value.size else 0.0
@@ -183,9 +198,11 @@ def seeded_module(d_model: int, n_heads: int, bias: bool = True, dtype=torch.flo
     generator (the global torch seed is not touched) and then cast to ``dtype``:
     one seed gives the same weights, rounded, in float32 and float64.
     Refuses a ``dtype`` that is not a floating torch dtype (``DTypeError``;
-    ``np.float32`` is named with its torch spelling), and what the module refuses.
+    ``np.float32`` is named with its torch spelling), a ``seed`` that is not an
+    int, and what the module refuses.
     """
     dtype = check_torch_float_dtype(dtype, "dtype")
+    seed = check_seed(seed)
     with torch.random.fork_rng(devices=[]):  # nn.Linear's own init draws from the global seed
         module = MultiHeadAttention(d_model, n_heads, bias=bias, dtype=torch.float64)
     g = torch.Generator().manual_seed(seed)
@@ -207,7 +224,16 @@ def difference_table(query, n_heads: int, mask=None, key_padding_mask=None, *,
     of :data:`PATHS` but ``"numpy"`` (max |out - NumPy out|), ``"rows sum to 1"``
     (max |sum of a row of weights - 1| over the paths that return weights) and
     ``"weight on a blocked key"`` (the largest such weight, 0.0 without a mask).
+    Refuses a query that is not a tensor, ``dtypes`` or ``biases`` that are not
+    tuples or lists (``TypeError``), and what :func:`seeded_module` and
+    :func:`run_four_paths` refuse.
     """
+    check_query(query, None)
+    for name, given in (("dtypes", dtypes), ("biases", biases)):
+        if not isinstance(given, (tuple, list)):
+            raise TypeError(f"{name} must be a tuple or list, e.g. {name}=({given!r},); "
+                            f"got {given!r}.")
+    biases = [check_flag(b, "bias") for b in biases]
     table = {}
     for dtype in dtypes:
         for bias in biases:
@@ -230,6 +256,10 @@ def format_table(table: dict, fmt=magnitude) -> str:
     Every column must have the same rows, and there must be at least one column
     and one row (``ValueError`` otherwise).
     """
+    if not isinstance(table, dict) or not all(isinstance(c, dict) for c in table.values()):
+        raise TypeError(f"table must be a dict {{column: {{row: value}}}}; got {table!r}.")
+    if not callable(fmt):
+        raise TypeError(f"fmt must be a function value -> str; got {type(fmt).__name__}.")
     columns = list(table)
     if not columns or not table[columns[0]]:
         raise ValueError(f"format_table needs at least one column and one row; got {table!r}.")
@@ -237,11 +267,12 @@ def format_table(table: dict, fmt=magnitude) -> str:
     for c in columns:
         if list(table[c]) != rows:
             raise ValueError(f"column {c!r} has rows {list(table[c])}, expected {rows}.")
-    width = max(len(r) for r in rows) + 2
-    col = max(len(c) for c in columns) + 2
-    lines = ["".ljust(width) + "".join(c.rjust(col) for c in columns)]
+    width = max(len(str(r)) for r in rows) + 2
+    col = max(len(str(c)) for c in columns) + 2
+    lines = ["".ljust(width) + "".join(str(c).rjust(col) for c in columns)]
     for r in rows:
-        lines.append(r.ljust(width) + "".join(fmt(table[c][r]).rjust(col) for c in columns))
+        lines.append(str(r).ljust(width)
+                     + "".join(str(fmt(table[c][r])).rjust(col) for c in columns))
     return "\n".join(lines)
 
 

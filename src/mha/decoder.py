@@ -22,7 +22,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import DTypeError, check_flag, check_heads, check_number, check_positive_int
+from ._checks import (
+    DTypeError,
+    check_device,
+    check_flag,
+    check_heads,
+    check_number,
+    check_positive_int,
+)
 from ._decoder_attention import _IMPLS, attention_mask, gqa_attention, repeat_kv
 from .kv_cache import KVCache, LayerCache
 from .rope import apply_rope
@@ -134,6 +141,7 @@ class TinyDecoder(nn.Module):
                  window: int | None = None, impl: str = "manual", attention_only: bool = False):
         super().__init__()
         vocab_size = check_positive_int(vocab_size, "vocab_size")
+        d_model, _ = check_heads(d_model, n_heads)  # before nn.Embedding reads d_model
         n_layers = check_positive_int(n_layers, "n_layers")
         tie_weights = check_flag(tie_weights, "tie_weights")  # "no" is truthy
         attention_only = check_flag(attention_only, "attention_only")
@@ -169,6 +177,9 @@ class TinyDecoder(nn.Module):
     def _forward(self, tokens, positions, cache, padding):
         tokens = self._check_tokens(tokens)
         b, t = tokens.shape
+        if t == 0 and (cache is None or cache.length == 0):
+            raise ValueError(f"tokens has no positions (T=0, shape {(b, t)}) and nothing is "
+                             "cached: there is no key to read. Pass at least one token.")
         if padding is None:
             padding = torch.zeros(b, t, dtype=torch.bool, device=tokens.device)
         elif not isinstance(padding, torch.Tensor) or padding.dtype != torch.bool or \
@@ -211,6 +222,7 @@ class TinyDecoder(nn.Module):
             raise TypeError(f"tokens must be an integer tensor (B, T); got "
                             f"{getattr(tokens, 'dtype', type(tokens).__name__)} "
                             f"{tuple(getattr(tokens, 'shape', ()))}.")
+        check_device(tokens, "tokens", self.embed.weight.device)
         if tokens.dtype in (torch.int8, torch.int16, torch.uint8):
             tokens = tokens.long()  # exact; F.embedding reads only int32 / int64
         elif tokens.dtype not in (torch.int32, torch.int64):

@@ -22,6 +22,8 @@ import torch
 
 from ._checks import (
     DTypeError,
+    check_device,
+    check_finite,
     check_non_negative_int,
     check_positive_int,
     check_torch_float_dtype,
@@ -67,7 +69,8 @@ class LayerCache:
     k and v of different dtypes, or a dtype or device other than the cached
     one (``TypeError``); another batch size, head count or head width than the
     cache holds (``ValueError``); an append that would pass ``max_len``
-    (``ValueError``).
+    (``ValueError``); k or v holding NaN or +-inf, or on the meta device
+    (``ValueError``: kept, a NaN would poison every later step).
     """
 
     def __init__(self, max_len: int | None = None):
@@ -99,6 +102,8 @@ class LayerCache:
             if t.ndim != 4:
                 raise ValueError(f"{name} must be (B, H_kv, T_new, dh); got shape "
                                  f"{tuple(t.shape)}.")
+            check_device(t, name)
+            check_finite(t, name)  # a NaN kept would poison every later step
         if k.shape != v.shape:
             raise ValueError(f"k and v must have one shape (B, H_kv, T_new, dh); got "
                              f"{tuple(k.shape)} and {tuple(v.shape)}.")
@@ -214,6 +219,7 @@ class KVCache:
 
     def next_positions(self, batch: int, device=None):
         """``(B,)`` long: the position of each sequence's next token (0 when empty)."""
+        batch = check_non_negative_int(batch, "batch")
         if self.positions is None:
             return torch.zeros(batch, dtype=torch.long, device=device)
         if batch != self.positions.shape[0]:
@@ -232,6 +238,9 @@ class KVCache:
             raise TypeError("positions must be an integer tensor (B, T_new); got "
                             f"{getattr(positions, 'dtype', type(positions).__name__)}"
                             f"{'' if not hasattr(positions, 'shape') else tuple(positions.shape)}.")
+        if positions.dtype in (torch.uint16, torch.uint32, torch.uint64):
+            raise DTypeError(f"positions has dtype {positions.dtype}, which torch supports in "
+                             "few operations; convert it with positions.to(torch.int64).")
         if not isinstance(padding, torch.Tensor) or padding.dtype != torch.bool or \
                 padding.shape != positions.shape:
             raise TypeError(f"padding must be a bool tensor (B, T_new) = "

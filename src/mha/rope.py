@@ -21,6 +21,7 @@ import torch
 from ._checks import (
     DTypeError,
     check_device,
+    check_finite,
     check_number,
     check_positive_int,
     check_torch_float_dtype,
@@ -31,6 +32,17 @@ __all__ = ["apply_rope", "rope_angles"]
 _EXACT = 2**53  # float64 holds every integer of magnitude up to 2**53
 # Integer dtypes torch computes with on every device (uint16/32/64 lack max, min, ...).
 _POSITION_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+def _as_positions(positions, device=None):
+    """``positions`` as a tensor; a list or NumPy array is converted, anything else refused."""
+    if isinstance(positions, torch.Tensor):
+        return positions if device is None else positions.to(device)
+    try:
+        return torch.as_tensor(positions, device=device)
+    except (TypeError, ValueError, RuntimeError):
+        raise DTypeError(f"positions must be an integer tensor (absolute positions); got "
+                         f"{positions!r}.") from None
 
 
 def rope_angles(positions, d_head: int, base: float = 10000.0, dtype=torch.float32):
@@ -56,8 +68,7 @@ def rope_angles(positions, d_head: int, base: float = 10000.0, dtype=torch.float
     16/32/64-bit dtypes (few operations support them: convert to int64) and
     positions on the meta device (``ValueError``).
     """
-    if not isinstance(positions, torch.Tensor):
-        positions = torch.as_tensor(positions)
+    positions = _as_positions(positions)
     if positions.dtype.is_floating_point or positions.dtype.is_complex or \
             positions.dtype == torch.bool:
         raise TypeError(f"positions must be an integer tensor (absolute positions); "
@@ -93,7 +104,8 @@ def apply_rope(x, positions, base: float = 10000.0):
 
     Refuses a non-tensor or non-floating ``x`` and ``x`` that is not 4-D
     (``TypeError`` / ``ValueError``), positions whose length is not ``T`` or
-    whose batch is not ``B``, ``x`` on the meta device, and everything
+    whose batch is not ``B``, ``x`` on the meta device or holding NaN or
+    +-inf (``ValueError``, in :func:`mha.attention`'s words), and everything
     :func:`rope_angles` refuses.
     """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
@@ -102,8 +114,9 @@ def apply_rope(x, positions, base: float = 10000.0):
     if x.ndim != 4:
         raise ValueError(f"apply_rope takes x as (B, H, T, dh); got shape {tuple(x.shape)}.")
     check_device(x, "x")
+    check_finite(x, "x")  # NaN or inf would rotate into its pair: one sum when finite
     b, _, t, dh = x.shape
-    positions = torch.as_tensor(positions, device=x.device)
+    positions = _as_positions(positions, x.device)
     if positions.ndim == 1 and positions.shape[0] == t:
         pass
     elif positions.ndim == 2 and tuple(positions.shape) == (b, t):

@@ -232,6 +232,9 @@ def peak_traced_bytes(fn, *args, **kwargs) -> int:
     Python objects) but not torch's allocations. Memory held before the call
     (the inputs) does not count: this is the call's *extra* memory.
     """
+    if not callable(fn):
+        raise TypeError(f"peak_traced_bytes runs fn(*args, **kwargs): pass the function, not "
+                        f"its result; got {type(fn).__name__}.")
     if tracemalloc.is_tracing():
         raise RuntimeError("peak_traced_bytes needs tracemalloc stopped; it starts its own trace.")
     tracemalloc.start()
