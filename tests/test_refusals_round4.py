@@ -14,11 +14,18 @@ import pytest
 import torch
 
 import mha
-from mha import compare, layers, rope, tiled
+from mha import compare, layers, masks, numerical, rope, tiled
 from mha._checks import DTypeError, TooLargeError
-from mha.decoder import TinyDecoder, attention_mask, generate, logits_in_chunks, repeat_kv
+from mha.decoder import (
+    TinyDecoder,
+    attention_mask,
+    generate,
+    gqa_attention,
+    logits_in_chunks,
+    repeat_kv,
+)
 from mha.kv_cache import KVCache, LayerCache, kv_cache_bytes
-from mha.torch_transfer import to_numpy
+from mha.torch_transfer import sdpa_attention, to_nn_multihead, to_nn_multihead_masks, to_numpy
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -317,3 +324,236 @@ def test_magnitude_rounds_eight_float32_epsilons_up_not_down():
 def test_attention_kernels_refuses_a_result_in_place_of_a_function():
     with pytest.raises(TypeError, match="pass a function such as lambda"):
         compare.attention_kernels(3)
+
+
+# == found by probing the same modules further ======================================
+
+
+
+def test_rope_angles_refuses_positions_that_are_not_numbers():
+    with pytest.raises(DTypeError, match="positions must be an integer tensor"):
+        rope.rope_angles("abc", 8)
+
+
+def test_apply_rope_refuses_nan_in_mha_attentions_words():
+    with pytest.raises(ValueError, match=r"x contains NaN at index \(0, 0, 0, 0\); inputs must"):
+        rope.apply_rope(torch.full((1, 1, 3, 4), float("nan")), torch.arange(3))
+
+
+def test_tiny_decoder_refuses_a_string_d_model_before_building_the_embedding():
+    with pytest.raises(DTypeError, match="d_model must be a positive int; got '32'"):
+        TinyDecoder(10, d_model="32")
+
+
+def test_tiny_decoder_runs_an_empty_batch():
+    with torch.no_grad():
+        assert _model()(torch.zeros(0, 3, dtype=torch.long)).shape == (0, 3, 10)
+
+
+def test_tiny_decoder_refuses_no_token_with_nothing_cached_naming_the_tokens():
+    with pytest.raises(ValueError, match=r"tokens has no positions \(T=0"):
+        _model()(torch.zeros(1, 0, dtype=torch.long))
+
+
+def test_tiny_decoder_refuses_tokens_on_the_meta_device():
+    with pytest.raises(ValueError, match="tokens is on the meta device"):
+        _model()(TOKENS.to("meta"))
+
+
+def test_gqa_attention_refuses_meta_inputs():
+    q = _k().to("meta")
+    with pytest.raises(ValueError, match="q is on the meta device"):
+        gqa_attention(q, q, q)
+
+
+def test_gqa_attention_refuses_scores_larger_than_memory_with_the_size():
+    q = torch.zeros(64, 1, 2**17, 2)
+    with pytest.raises(TooLargeError, match=r"\(64, 1, 131072, 131072\)"):
+        gqa_attention(q, q, q)
+
+
+def test_layer_cache_refuses_nan_that_would_poison_every_later_step():
+    k = _k()
+    with pytest.raises(ValueError, match="k contains NaN"):
+        LayerCache().append(k * float("nan"), k)
+
+
+def test_layer_cache_refuses_tensors_on_the_meta_device():
+    k = _k().to("meta")
+    with pytest.raises(ValueError, match="k is on the meta device"):
+        LayerCache().append(k, k)
+
+
+def test_kv_cache_refuses_uint64_positions():
+    with pytest.raises(DTypeError, match="positions has dtype torch.uint64"):
+        KVCache(1).add_tokens(torch.zeros(1, 2, dtype=torch.uint64),
+                              torch.zeros(1, 2, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("batch", ["2", -1])
+def test_next_positions_refuses_a_batch_that_is_not_an_int_at_least_0(batch):
+    with pytest.raises(ValueError, match="batch must be a non-negative int"):
+        KVCache(1).next_positions(batch)
+
+
+def test_tiled_attention_refuses_a_bfloat16_tensor_it_cannot_read():
+    t = torch.ones(3, 2, dtype=torch.bfloat16)
+    with pytest.raises(DTypeError, match="q is a torch tensor that has dtype bfloat16"):
+        tiled.tiled_attention(t, t, t)
+
+
+def test_tiled_attention_refuses_a_masked_array_whose_mask_it_would_ignore():
+    q = np.ma.array(np.ones((3, 2)), mask=np.eye(3, 2, dtype=bool))
+    with pytest.raises(DTypeError, match="q is a NumPy masked array"):
+        tiled.tiled_attention(q, q, q)
+
+
+def test_peak_traced_bytes_refuses_a_result_in_place_of_a_function():
+    with pytest.raises(TypeError, match="pass the function, not its result"):
+        tiled.peak_traced_bytes(3)
+
+
+def test_run_four_paths_refuses_a_bfloat16_module_the_numpy_path_cannot_hold():
+    module = compare.seeded_module(4, 2, dtype=torch.bfloat16)
+    with pytest.raises(DTypeError, match="holds float32 or float64; the module is torch.bfloat16"):
+        compare.run_four_paths(module, torch.ones(1, 3, 4, dtype=torch.bfloat16))
+
+
+def test_run_four_paths_names_the_numpy_class_by_its_module_when_refusing_it():
+    with pytest.raises(TypeError, match=r"got mha.multihead.MultiHeadAttention"):
+        compare.run_four_paths(mha.MultiHeadAttention(4, 2), torch.ones(1, 3, 4))
+
+
+@pytest.mark.parametrize("seed", ["0", 1.5])
+def test_seeded_module_refuses_a_seed_that_is_not_an_int(seed):
+    with pytest.raises(DTypeError, match="seed must be an int"):
+        compare.seeded_module(4, 2, seed=seed)
+
+
+def test_difference_table_refuses_a_numpy_query():
+    with pytest.raises(TypeError, match=r"query must be a torch tensor \(B, T, C\); got ndarray"):
+        compare.difference_table(np.ones((1, 3, 4)), 2)
+
+
+def test_difference_table_refuses_one_dtype_in_place_of_a_tuple():
+    with pytest.raises(TypeError, match=r"dtypes must be a tuple or list, e.g. dtypes=\("):
+        compare.difference_table(torch.ones(1, 3, 4), 2, dtypes=torch.float32)
+
+
+def test_max_differences_refuses_nan_rather_than_reporting_it():
+    with pytest.raises(ValueError, match=r"a contains NaN at index \(0,\); inputs must be finite"):
+        compare.max_differences({"numpy": np.zeros(2), "a": np.array([np.nan, 0.0])})
+
+
+def test_max_differences_refuses_a_tensor_that_requires_grad_naming_detach():
+    with pytest.raises(DTypeError, match=r"a is a torch tensor that requires grad.*detach"):
+        compare.max_differences({"numpy": np.zeros(2), "a": torch.zeros(2, requires_grad=True)})
+
+
+def test_format_table_refuses_a_table_that_is_not_a_dict_of_dicts():
+    with pytest.raises(TypeError, match=r"table must be a dict \{column: \{row: value\}\}"):
+        compare.format_table([1])
+
+
+def test_format_table_refuses_a_fmt_that_is_not_callable():
+    with pytest.raises(TypeError, match="fmt must be a function"):
+        compare.format_table({"a": {"r": 1.0}}, fmt=3)
+
+
+def test_gradients_refuses_a_numpy_query():
+    with pytest.raises(TypeError, match=r"query must be a torch tensor"):
+        compare.gradients(compare.seeded_module(4, 2), np.ones((1, 3, 4)))
+
+
+def test_missing_gradients_refuses_what_is_not_a_module():
+    with pytest.raises(TypeError, match="missing_gradients takes a torch nn.Module; got int"):
+        compare.missing_gradients(3)
+
+
+def test_named_projections_refuses_another_kind_of_module():
+    with pytest.raises(TypeError, match="named_projections takes mha.layers.MultiHeadAttention"):
+        compare.named_projections(3, {})
+
+
+def test_causal_mask_refuses_a_mask_larger_than_memory_with_the_size():
+    with pytest.raises(TooLargeError, match=r"the mask \(1048576, 1048576\) in bool would need"):
+        masks.causal_mask(2**20)
+
+
+def test_mask_from_positions_accepts_empty_lists():
+    assert masks.mask_from_positions([], []).shape == (0, 0)
+
+
+def test_numerical_jacobian_refuses_a_jacobian_larger_than_memory_with_the_size():
+    with pytest.raises(TooLargeError, match=r"the Jacobian \(131072, 131072\) in float64"):
+        numerical.numerical_jacobian(lambda v: v, np.ones(2**17))
+
+
+def test_numerical_gradient_refuses_a_bfloat16_tensor_it_cannot_read():
+    with pytest.raises(DTypeError, match="x is a torch tensor that has dtype bfloat16"):
+        numerical.numerical_gradient(lambda v: v.sum(), torch.ones(2, dtype=torch.bfloat16))
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, np.float32, "float32"])
+def test_torch_module_refuses_a_dtype_that_is_not_a_floating_torch_dtype(dtype):
+    with pytest.raises(DTypeError, match="dtype must be a"):
+        layers.MultiHeadAttention(4, 2, dtype=dtype)
+
+
+def test_torch_module_refuses_a_device_torch_does_not_know():
+    with pytest.raises(ValueError, match="device must name a torch device.*got 'gpu'"):
+        layers.MultiHeadAttention(4, 2, device="gpu")
+
+
+def test_torch_module_refuses_a_mask_on_the_meta_device():
+    mask = torch.zeros(3, 3, dtype=torch.bool, device="meta")
+    with pytest.raises(ValueError, match="mask is on the meta device"):
+        layers.MultiHeadAttention(4, 2)(torch.ones(1, 3, 4), mask=mask)
+
+
+@pytest.mark.parametrize("t_q", ["3", -1, 2.0])
+def test_causal_mask_torch_refuses_a_length_that_is_not_an_int_at_least_0(t_q):
+    with pytest.raises(ValueError, match="t_q must be a non-negative int"):
+        layers.causal_mask_torch(t_q, 3)
+
+
+def test_sdpa_attention_refuses_meta_inputs():
+    q = _k().to("meta")
+    with pytest.raises(ValueError, match="q is on the meta device"):
+        sdpa_attention(q, q, q)
+
+
+@pytest.mark.parametrize(("kw", "name"), [({"n_heads": "2"}, "n_heads"),
+                                          ({"n_heads": 0}, "n_heads"),
+                                          ({"n_heads": 2, "batch_size": "1"}, "batch_size")])
+def test_to_nn_multihead_masks_refuses_sizes_that_are_not_positive_ints(kw, name):
+    with pytest.raises(ValueError, match=f"{name} must be a positive int"):
+        to_nn_multihead_masks(torch.zeros(3, 3, dtype=torch.bool), **kw)
+
+
+def test_to_numpy_refuses_a_string_ignore_dropout():
+    with pytest.raises(DTypeError, match="ignore_dropout must be True or False; got 'no'"):
+        to_numpy(layers.MultiHeadAttention(4, 2), ignore_dropout="no")
+
+
+def test_to_nn_multihead_names_the_numpy_class_by_its_module_when_refusing_it():
+    with pytest.raises(TypeError, match="got mha.multihead.MultiHeadAttention"):
+        to_nn_multihead(mha.MultiHeadAttention(4, 2))
+
+
+@pytest.mark.parametrize("seed", ["x", 1.5, -1])
+def test_numpy_class_refuses_a_seed_that_is_not_an_int_at_least_0(seed):
+    with pytest.raises(ValueError, match="seed must be a non-negative int"):
+        mha.MultiHeadAttention(4, 2, seed=seed)
+
+
+def test_numpy_class_refuses_a_torch_dtype_naming_the_numpy_one():
+    with pytest.raises(DTypeError, match=r"got torch.float32 \(a NumPy dtype such as np.float32\)"):
+        mha.MultiHeadAttention(4, 2, dtype=torch.float32)
+
+
+def test_numpy_class_refuses_weights_replaced_by_another_shape_naming_them():
+    module = mha.MultiHeadAttention(4, 2)
+    module.w_q = np.ones((3, 3))
+    with pytest.raises(ValueError, match=r"w_q must be \(C, C\) = \(4, 4\)"):
+        module(np.ones((1, 3, 4)))

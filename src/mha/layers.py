@@ -34,8 +34,10 @@ from ._checks import (
     check_flag,
     check_has_keys,
     check_heads,
+    check_non_negative_int,
     check_output_finite,
     check_scale,
+    check_torch_float_dtype,
     refuse_nonfinite_attention,
 )
 from ._mask_checks import (
@@ -72,6 +74,7 @@ def check_torch_mask(mask, shape: tuple[int, ...], name: str = "mask", device=No
                         f"got {type(mask).__name__}.")
     if mask.dtype != torch.bool:
         raise _non_bool_error(name, mask)
+    check_device(mask, name)  # a meta mask has no values to read
     mask = mask.to(device) if device is not None else mask
     try:
         fits = torch.broadcast_shapes(mask.shape, shape) == torch.Size(shape)
@@ -150,7 +153,9 @@ class MultiHeadAttention(nn.Module):
     positive int (NumPy integers are fine; ``DTypeError``, both a ``TypeError``
     and a ``ValueError``, for a non-int), ``d_model % n_heads != 0``, a
     ``dropout`` that is not a number in ``[0, 1)``, ``bias`` or ``packed_qkv``
-    that is not True / False. Refuses at call time (message names the problem):
+    that is not True / False, a ``dtype`` that is not a floating torch dtype
+    (``DTypeError``) and a ``device`` torch does not know. Refuses at call time
+    (message names the problem):
     inputs not ``(B, T, C)``, of another dtype (``DTypeError``), or key/value
     batch or length mismatch; keys of length 0 (``Tk = 0``: the output would be
     ``out_proj.bias`` everywhere; ``Tq = 0`` is fine and gives ``(B, 0, C)``); a
@@ -178,6 +183,13 @@ class MultiHeadAttention(nn.Module):
         d_model, n_heads = check_heads(d_model, n_heads)
         dropout = check_dropout(dropout, "dropout")
         bias, packed_qkv = check_flag(bias, "bias"), check_flag(packed_qkv, "packed_qkv")
+        dtype = None if dtype is None else check_torch_float_dtype(dtype, "dtype")
+        if device is not None:
+            try:
+                device = torch.device(device)
+            except (RuntimeError, TypeError):
+                raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda'; "
+                                 f"got {device!r}.") from None
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.bias, self.dropout, self.packed_qkv = bias, dropout, packed_qkv
         self.impl = impl
@@ -367,7 +379,9 @@ def causal_mask_torch(t_q: int, t_k: int, device=None) -> torch.Tensor:
     Query ``i`` is position ``Tk - Tq + i`` of the keys (the KV cache's meaning, as
     :func:`mha.masks.causal_mask` with ``t_k`` and
     ``torch.nn.attention.bias.causal_lower_right``); for ``Tq == Tk`` it is the usual
-    triangle. Refuses ``Tq > Tk`` (``ValueError``: the first queries would see no key).
+    triangle. Refuses ``Tq > Tk`` (``ValueError``: the first queries would see no key)
+    and lengths that are not ints >= 0.
     """
+    t_q, t_k = check_non_negative_int(t_q, "t_q"), check_non_negative_int(t_k, "t_k")
     check_causal_lengths(t_q, t_k)
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).triu(t_k - t_q + 1)
