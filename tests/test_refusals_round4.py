@@ -335,11 +335,6 @@ def test_rope_angles_refuses_positions_that_are_not_numbers():
         rope.rope_angles("abc", 8)
 
 
-def test_apply_rope_refuses_nan_in_mha_attentions_words():
-    with pytest.raises(ValueError, match=r"x contains NaN at index \(0, 0, 0, 0\); inputs must"):
-        rope.apply_rope(torch.full((1, 1, 3, 4), float("nan")), torch.arange(3))
-
-
 def test_tiny_decoder_refuses_a_string_d_model_before_building_the_embedding():
     with pytest.raises(DTypeError, match="d_model must be a positive int; got '32'"):
         TinyDecoder(10, d_model="32")
@@ -372,10 +367,12 @@ def test_gqa_attention_refuses_scores_larger_than_memory_with_the_size():
         gqa_attention(q, q, q)
 
 
-def test_layer_cache_refuses_nan_that_would_poison_every_later_step():
+def test_nan_appended_to_the_cache_is_refused_where_attention_reads_it():
     k = _k()
+    cache = LayerCache()
+    k_all, v_all = cache.append(k * float("nan"), k)  # stored: a scan would cost every step
     with pytest.raises(ValueError, match="k contains NaN"):
-        LayerCache().append(k * float("nan"), k)
+        gqa_attention(k, k_all, v_all)
 
 
 def test_layer_cache_refuses_tensors_on_the_meta_device():

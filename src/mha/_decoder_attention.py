@@ -47,15 +47,19 @@ def repeat_kv(x, n_rep: int):
     ``repeat_interleave`` gives heads ``[0, 0, 1, 1]`` for ``n_rep = 2``: query
     head ``h`` reads K/V head ``h // n_rep``, as SDPA's ``enable_gqa=True`` does.
     ``x.repeat(1, n_rep, 1, 1)`` would give ``[0, 1, 0, 1]``: the right shape,
-    the wrong heads, no error. Refuses an ``n_rep`` that is not a positive int
-    (``n_rep = 0`` would return no head at all) and an ``x`` that is not a 4-D
-    tensor.
+    the wrong heads, no error. Refuses ``n_rep`` not a positive int and ``x`` not 4-D.
     """
+    n_rep = _check_repeat(x, n_rep)
+    return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)
+
+
+def _check_repeat(x, n_rep) -> int:
+    """``n_rep`` as an int >= 1 (0 would return no head at all); ``x`` a 4-D tensor."""
     n_rep = check_positive_int(n_rep, "n_rep")
     if not isinstance(x, torch.Tensor) or x.ndim != 4:
         raise ValueError(f"repeat_kv takes x as a tensor (B, H_kv, T, dh); got "
                          f"{tuple(getattr(x, 'shape', ())) or type(x).__name__}.")
-    return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)
+    return n_rep
 
 
 def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
@@ -134,13 +138,31 @@ def attention_mask(query_positions, key_positions, key_padding=None, window=None
     used; this keeps its row from being fully masked).
 
     One query (``Tq == 1``) with no padding and no window returns None without
-    building anything: the newest token may read every cached key.
-
-    Refuses positions that are not 2-D integer tensors with one batch ``B``, a
-    ``key_padding`` that is not a bool ``(B, Tk)`` tensor, more queries than
-    keys (``Tq > Tk``: the queries are the last ``Tq`` keys) and what
-    :func:`mha.masks.mask_from_positions` refuses (``window``, huge positions).
+    building anything: the newest token may read every cached key. Refuses
+    positions or padding of another kind or shape, and ``Tq > Tk``.
     """
+    b, t_q, t_k = _check_positions(query_positions, key_positions, key_padding)
+    padded = key_padding is not None and bool(key_padding.any())
+    if t_q == 1 and not padded and window is None:
+        return None
+    qp, kp = query_positions.cpu().numpy(), key_positions.cpu().numpy()
+    rows = [masks.mask_from_positions(qp[i], kp[i], window=window) for i in range(b)]
+    rows = np.stack(rows) if rows else np.zeros((0, t_q, t_k), dtype=bool)  # B = 0: no row
+    blocked = torch.from_numpy(rows).to(query_positions.device)  # (B, Tq, Tk)
+    if padded:
+        blocked |= key_padding[:, None, :]
+        own = torch.arange(t_q, device=blocked.device) + (t_k - t_q)  # each query's own key slot
+        query_pad = key_padding[:, t_k - t_q:]  # (B, Tq)
+        self_only = torch.ones_like(blocked).scatter_(
+            2, own.expand(b, t_q)[..., None], False)  # (B, Tq, Tk): False on the own slot
+        blocked = torch.where(query_pad[..., None], self_only, blocked)
+    return blocked[:, None] if bool(blocked.any()) else None
+
+
+def _check_positions(query_positions, key_positions, key_padding) -> tuple[int, int, int]:
+    """``(B, Tq, Tk)`` of :func:`attention_mask`'s arguments, refusing positions that are
+    not integer ``(B, T)`` tensors of one ``B``, ``Tq > Tk`` (the queries are the last
+    ``Tq`` keys) and a ``key_padding`` that is not a bool ``(B, Tk)`` tensor."""
     for name, p in (("query_positions", query_positions), ("key_positions", key_positions)):
         if not isinstance(p, torch.Tensor) or p.dtype.is_floating_point or \
                 p.dtype.is_complex or p.dtype == torch.bool:
@@ -164,18 +186,4 @@ def attention_mask(query_positions, key_positions, key_padding=None, window=None
         if tuple(key_padding.shape) != (b, t_k):
             raise ValueError(f"key_padding must be (B, Tk) = {(b, t_k)}, one flag per key; got "
                              f"shape {tuple(key_padding.shape)}.")
-    padded = key_padding is not None and bool(key_padding.any())
-    if t_q == 1 and not padded and window is None:
-        return None
-    qp, kp = query_positions.cpu().numpy(), key_positions.cpu().numpy()
-    rows = [masks.mask_from_positions(qp[i], kp[i], window=window) for i in range(b)]
-    rows = np.stack(rows) if rows else np.zeros((0, t_q, t_k), dtype=bool)  # B = 0: no row
-    blocked = torch.from_numpy(rows).to(query_positions.device)  # (B, Tq, Tk)
-    if padded:
-        blocked |= key_padding[:, None, :]
-        own = torch.arange(t_q, device=blocked.device) + (t_k - t_q)  # each query's own key slot
-        query_pad = key_padding[:, t_k - t_q:]  # (B, Tq)
-        self_only = torch.ones_like(blocked).scatter_(
-            2, own.expand(b, t_q)[..., None], False)  # (B, Tq, Tk): False on the own slot
-        blocked = torch.where(query_pad[..., None], self_only, blocked)
-    return blocked[:, None] if bool(blocked.any()) else None
+    return b, t_q, t_k

@@ -93,15 +93,10 @@ def run_four_paths(module: MultiHeadAttention, query, context=None, mask=None,
     tensors of its dtype. ``mask`` is ``(Tq, Tk)`` or ``(B|1, H|1, Tq|1, Tk)`` and
     ``key_padding_mask`` ``(B, Tk)``, both bool with True = blocked. The module's
     ``impl`` and train/eval mode are restored afterwards. Refuses what the paths
-    refuse (a fully masked row, a non-bool mask, a wrong shape or dtype), another
-    kind of module (``TypeError``) and one in another dtype than float32 or
-    float64 (``DTypeError``: the NumPy path holds only those).
+    refuse (a fully masked row, a non-bool mask, a wrong shape or dtype), and a
+    module of another class or dtype than float32 / float64.
     """
-    check_attention_module(module, "run_four_paths")
-    dtype = module.out_proj.weight.dtype
-    if dtype not in (torch.float32, torch.float64):
-        raise DTypeError(f"run_four_paths compares with the NumPy class, which holds float32 or "
-                         f"float64; the module is {dtype}. Convert it, e.g. module.double().")
+    _check_paths_module(module)
     training, impl = module.training, module.impl
     module.eval()
     kw = {"mask": mask, "key_padding_mask": key_padding_mask}
@@ -132,6 +127,14 @@ def run_four_paths(module: MultiHeadAttention, query, context=None, mask=None,
     outputs["numpy"], weights["numpy"] = out, w
     return FourPaths({p: outputs[p] for p in PATHS},
                      {p: weights[p] for p in PATHS if p in weights}, blocked)
+
+
+def _check_paths_module(module) -> None:
+    check_attention_module(module, "run_four_paths")
+    dtype = module.out_proj.weight.dtype
+    if dtype not in (torch.float32, torch.float64):
+        raise DTypeError(f"run_four_paths compares with the NumPy class, which holds float32 or "
+                         f"float64; the module is {dtype}. Convert it, e.g. module.double().")
 
 
 def max_differences(arrays: dict, reference: str = "numpy") -> dict:

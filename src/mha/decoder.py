@@ -164,15 +164,20 @@ class TinyDecoder(nn.Module):
         return KVCache(self.n_layers, max_len)
 
     def forward(self, tokens, positions=None, cache=None, padding=None):
-        self._check_parameters()
-        if cache is None:
-            return self._forward(tokens, positions, None, padding)
-        _check_cache(cache)
-        if cache.n_layers != self.n_layers:
-            raise ValueError(f"the cache has {cache.n_layers} layers, the model {self.n_layers}.")
-        cache.check_in_step()
-        with cache.rollback_on_error():  # a refused step leaves the cache as it was
-            return self._forward(tokens, positions, cache, padding)
+        if cache is not None:
+            _check_cache(cache)
+            if cache.n_layers != self.n_layers:
+                raise ValueError(f"the cache has {cache.n_layers} layers, the model "
+                                 f"{self.n_layers}.")
+            cache.check_in_step()
+        try:
+            if cache is None:
+                return self._forward(tokens, positions, None, padding)
+            with cache.rollback_on_error():  # a refused step leaves the cache as it was
+                return self._forward(tokens, positions, cache, padding)
+        except RuntimeError:  # torch's own error: name parameters of mixed dtypes if that is why
+            self._check_parameters()  # looked at only on failure (a scan costs ~0.1 ms a step)
+            raise
 
     def _forward(self, tokens, positions, cache, padding):
         tokens = self._check_tokens(tokens)

@@ -23,7 +23,6 @@ import torch
 from ._checks import (
     DTypeError,
     check_device,
-    check_finite,
     check_non_negative_int,
     check_positive_int,
     check_torch_float_dtype,
@@ -69,8 +68,11 @@ class LayerCache:
     k and v of different dtypes, or a dtype or device other than the cached
     one (``TypeError``); another batch size, head count or head width than the
     cache holds (``ValueError``); an append that would pass ``max_len``
-    (``ValueError``); k or v holding NaN or +-inf, or on the meta device
-    (``ValueError``: kept, a NaN would poison every later step).
+    (``ValueError``); k or v on the meta device (``ValueError``). Values are
+    not scanned for NaN or +-inf (that would cost every decode step): the
+    attention that reads the cache refuses them by name
+    (:func:`mha.decoder.gqa_attention` checks the whole cached k and v), and
+    a model's step then rolls the cache back (:meth:`KVCache.rollback_on_error`).
     """
 
     def __init__(self, max_len: int | None = None):
@@ -103,7 +105,6 @@ class LayerCache:
                 raise ValueError(f"{name} must be (B, H_kv, T_new, dh); got shape "
                                  f"{tuple(t.shape)}.")
             check_device(t, name)
-            check_finite(t, name)  # a NaN kept would poison every later step
         if k.shape != v.shape:
             raise ValueError(f"k and v must have one shape (B, H_kv, T_new, dh); got "
                              f"{tuple(k.shape)} and {tuple(v.shape)}.")

@@ -185,9 +185,8 @@ def attention(q, k, v, mask=None, scale: float | None = None, is_causal: bool = 
     mismatched ``d_k`` between q and k, ``d_k = 0``, mismatched ``Tk`` between k
     and v, ``Tk = 0``, leading dims that do not broadcast, a bad ``scale``,
     overflowing scores, a mask that does not broadcast, ``is_causal`` with
-    ``Tq > Tk`` (the first queries would see no key), a mask that blocks
-    every key of a row, and scores too large for the machine's memory
-    (``TooLargeError``, before anything is allocated).
+    ``Tq > Tk`` (the first queries would see no key), and a mask that blocks
+    every key of a row.
     """
     q, k, v = _check_qkv(q, k, v)
     s = scores(q, k, scale)  # (..., Tq, Tk)

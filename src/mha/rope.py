@@ -21,7 +21,6 @@ import torch
 from ._checks import (
     DTypeError,
     check_device,
-    check_finite,
     check_number,
     check_positive_int,
     check_torch_float_dtype,
@@ -104,9 +103,11 @@ def apply_rope(x, positions, base: float = 10000.0):
 
     Refuses a non-tensor or non-floating ``x`` and ``x`` that is not 4-D
     (``TypeError`` / ``ValueError``), positions whose length is not ``T`` or
-    whose batch is not ``B``, ``x`` on the meta device or holding NaN or
-    +-inf (``ValueError``, in :func:`mha.attention`'s words), and everything
-    :func:`rope_angles` refuses.
+    whose batch is not ``B``, ``x`` on the meta device, and everything
+    :func:`rope_angles` refuses. NaN or +-inf in ``x`` is not looked for: a
+    rotation passes it on (to the pair it shares), and the attention that reads
+    q and k refuses it by name (:func:`mha.decoder.gqa_attention`,
+    :func:`mha.attention`); a scan here would cost every decode step a sum.
     """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         raise TypeError(f"apply_rope rotates a floating tensor (B, H, T, dh); got "
@@ -114,7 +115,6 @@ def apply_rope(x, positions, base: float = 10000.0):
     if x.ndim != 4:
         raise ValueError(f"apply_rope takes x as (B, H, T, dh); got shape {tuple(x.shape)}.")
     check_device(x, "x")
-    check_finite(x, "x")  # NaN or inf would rotate into its pair: one sum when finite
     b, _, t, dh = x.shape
     positions = _as_positions(positions, x.device)
     if positions.ndim == 1 and positions.shape[0] == t:
