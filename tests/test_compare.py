@@ -131,11 +131,17 @@ def test_max_differences_refuses_arrays_of_different_shapes():
         compare.max_differences({"ref": np.zeros(3), "a": np.zeros(2)}, "ref")
 
 
-@pytest.mark.parametrize(("x", "shown"), [(1.2e-7, "1e-07"), (4.8e-7, "1e-07"), (1e-7, "1e-07"),
-                                          (9.99e-7, "1e-07"), (1e-6, "1e-06"), (2.2e-16, "1e-16"),
-                                          (-3e-3, "1e-03"), (0.0, "0")])
-def test_magnitude_is_the_power_of_ten_at_or_below(x, shown):
+@pytest.mark.parametrize(("x", "shown"), [(1.2e-7, "1e-06"), (4.8e-7, "1e-06"), (1e-7, "1e-07"),
+                                          (9.99e-7, "1e-06"), (1e-6, "1e-06"), (2.2e-16, "1e-15"),
+                                          (-3e-3, "1e-02"), (0.0, "0"), (1.0000001e-6, "1e-05")])
+def test_magnitude_is_the_power_of_ten_at_or_above(x, shown):
     assert compare.magnitude(x) == shown
+
+
+def test_magnitude_never_prints_less_than_the_difference():
+    eps = float(np.finfo(np.float32).eps)
+    for ulps in range(1, 100):
+        assert float(compare.magnitude(ulps * eps)) >= ulps * eps
 
 
 def test_format_table_writes_one_line_per_row_plus_a_header():
@@ -143,7 +149,7 @@ def test_format_table_writes_one_line_per_row_plus_a_header():
     text = compare.format_table(table)
     lines = text.splitlines()
     assert len(lines) == 3 and "col a" in lines[0] and "col b" in lines[0]
-    assert lines[1].split() == ["r1", "1e-07", "1e-16"]
+    assert lines[1].split() == ["r1", "1e-07", "1e-15"]
 
 
 def test_format_table_refuses_columns_with_different_rows():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 
@@ -11,6 +13,15 @@ class DTypeError(TypeError, ValueError):
     It subclasses both ``TypeError`` and ``ValueError`` (as NumPy's
     ``AxisError`` subclasses two builtins), so ``except TypeError`` and
     ``except ValueError`` both catch it.
+    """
+
+
+class TooLargeError(ValueError, MemoryError):
+    """An input whose computation would need more memory than the machine has.
+
+    Raised before anything is allocated, with the size it would need; both a
+    ``ValueError`` (a refused input, like every other refusal) and a
+    ``MemoryError`` (what NumPy or torch would have raised, after trying).
     """
 
 
@@ -71,15 +82,50 @@ def to_float_exact(arr: np.ndarray, name: str) -> np.ndarray:
     return out
 
 
+def as_array(x, name: str) -> np.ndarray:
+    """``np.asarray(x)``, refusing what it would read silently wrong or fail on deep inside.
+
+    Refuses a NumPy masked array (``DTypeError``: ``np.asarray`` drops its mask,
+    so masked entries would count; the package's masks are separate boolean
+    arrays, True = blocked) and a torch tensor NumPy cannot read (bfloat16, one
+    that requires grad, or one not on the CPU), naming the explicit conversion.
+    A CPU tensor of a NumPy dtype is read as before.
+    """
+    if isinstance(x, np.ma.MaskedArray):
+        raise DTypeError(
+            f"{name} is a NumPy masked array; its mask would be ignored. The package takes "
+            "a mask as its own boolean array, True = blocked (np.ma's convention too): pass "
+            "x.data and mask=np.ma.getmaskarray(x), or for logits "
+            "np.where(np.ma.getmaskarray(x), -np.inf, x.data)."
+        )
+    if _is_torch(x) and hasattr(x, "device"):
+        if x.device.type != "cpu" or x.requires_grad or str(x.dtype) in _NO_NUMPY_DTYPE:
+            why = (f"is on the {x.device.type} device" if x.device.type != "cpu" else
+                   "requires grad" if x.requires_grad else
+                   f"has dtype {dtype_name(x.dtype)}, which NumPy has no dtype for")
+            raise DTypeError(
+                f"{name} is a torch tensor that {why}; this function computes in NumPy. "
+                f"Convert it explicitly (e.g. {name}.detach().cpu().double().numpy()) or use "
+                "the torch code (mha.layers, mha.torch_transfer.sdpa_attention)."
+            )
+    return np.asarray(x)
+
+
+_NO_NUMPY_DTYPE = ("torch.bfloat16", "torch.float8_e4m3fn", "torch.float8_e5m2",
+                   "torch.uint16", "torch.uint32", "torch.uint64", "torch.complex32")
+
+
 def as_float_array(x, name: str, min_ndim: int = 0) -> np.ndarray:
     """``x`` as a real floating array; refuse what would compute silently wrong.
 
     Dtype rule: :func:`computation_dtype` (``np.result_type(x, float32)``).
     Refuses bool, complex, object and string arrays (``DTypeError``, a
     ``TypeError``), fewer than ``min_ndim`` dims, integers the floating dtype
-    cannot hold exactly, and NaN or +-inf anywhere (``ValueError``).
+    cannot hold exactly, and NaN or +-inf anywhere (``ValueError``), and what
+    :func:`as_array` refuses (a NumPy masked array, whose mask would be
+    ignored; a torch tensor NumPy cannot read).
     """
-    arr = np.asarray(x)
+    arr = as_array(x, name)
     check_real_dtype(arr, name)
     if arr.ndim < min_ndim:
         raise ValueError(
@@ -164,6 +210,104 @@ def refuse_nonfinite_attention(q, k, v, scale: float) -> None:
     for name, x in (("q", q), ("k", k), ("v", v)):
         check_finite(x, name)
     check_scores_finite((q @ k.swapaxes(-1, -2)) * scale)
+
+
+def check_output_finite(out, what: str) -> None:
+    """Refuse (``ValueError``) an output that overflowed although its inputs were finite.
+
+    ``out`` is a NumPy array or torch tensor; ``what`` names the step, e.g.
+    ``"the output projection"``. One sum when finite (:func:`all_finite`).
+    The NumPy class and the torch module use it with one wording.
+    """
+    where = _first_nonfinite(out)
+    if where is not None:
+        dtype = dtype_name(out.dtype)
+        way = "rescale them" if dtype == "float64" else "rescale them or compute in float64"
+        raise ValueError(
+            f"{what} overflows {dtype} (first at index {where}): the inputs or weights are "
+            f"too large for {dtype}; {way}."
+        )
+
+
+def physical_memory() -> int | None:
+    """The machine's RAM in bytes, or None where the OS does not say (then nothing is refused)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:,.1f} GiB" if n < 2**40 else f"{n / 2**40:,.1f} TiB"
+
+
+def check_fits_in_memory(n_bytes: int, what: str, hint: str) -> None:
+    """Refuse (:class:`TooLargeError`) ``what`` needing more than the machine's RAM.
+
+    Called before the allocation, so the refusal costs nothing and names the
+    size: ``"the scores (1, 1, 1048576, 1048576) float64 need 8.0 TiB, more
+    than this machine's 23.5 GiB of memory"``, then ``hint``. Anything that
+    fits is left to try (the OS may still be short of free memory).
+    """
+    total = physical_memory()
+    if total is not None and n_bytes > total:
+        raise TooLargeError(f"{what} need {_gib(n_bytes)}, more than this machine's "
+                            f"{_gib(total)} of memory; {hint}")
+
+
+def check_number(x, name: str, *, above=None) -> float:
+    """``x`` as a finite Python float; refuse a bool, string, tensor or array
+    (``DTypeError``) and NaN, +-inf or a value not above ``above`` (``ValueError``)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer,
+                                                             np.floating)):
+        raise DTypeError(f"{name} must be a real number; got {x!r}.")
+    x = float(x)
+    if not np.isfinite(x) or (above is not None and not x > above):
+        limit = "" if above is None else f" above {above}"
+        raise ValueError(f"{name} must be a finite number{limit}; got {x!r}.")
+    return x
+
+
+def check_non_negative_int(n, name: str) -> int:
+    """``n`` as a Python int >= 0 (NumPy integers too), worded as
+    :func:`check_positive_int`: ``DTypeError`` for a bool or non-integer,
+    ``ValueError`` below 0."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise DTypeError(f"{name} must be a non-negative int; got {n!r}.")
+    if n < 0:
+        raise ValueError(f"{name} must be a non-negative int; got {n!r}.")
+    return int(n)
+
+
+def check_device(x, name: str, device=None) -> None:
+    """Refuse (``ValueError``) a tensor on the meta device (a shape but no values), and
+    one on another device than ``device`` (the parameters'), when ``device`` is given."""
+    if x.device.type == "meta":
+        raise ValueError(f"{name} is on the meta device: it has a shape but no values. "
+                         "Create it on a real device (e.g. torch.randn(..., device='cpu')).")
+    if device is not None and x.device != device:
+        raise ValueError(f"{name} is on {x.device} but the parameters are on {device}; "
+                         f"move one of them (e.g. {name}.to({str(device)!r})).")
+
+
+def check_torch_float_dtype(dtype, name: str = "dtype"):
+    """``dtype`` if it is a floating ``torch.dtype``; refuse anything else (``DTypeError``).
+
+    A NumPy dtype or a string gets the torch spelling in the message (``np.float32``
+    -> ``torch.float32``). Written without importing torch, so the NumPy side stays
+    free of it.
+    """
+    if type(dtype).__module__ == "torch" and type(dtype).__name__ == "dtype":
+        if dtype.is_floating_point:
+            return dtype
+        raise DTypeError(f"{name} must be a floating torch dtype (torch.float32, torch.float64, "
+                         f"torch.bfloat16, ...); got {dtype}.")
+    try:
+        spelled = f"; its torch spelling is torch.{np.dtype(dtype).name}"
+    except TypeError:
+        spelled = ""
+    raise DTypeError(f"{name} must be a torch dtype such as torch.float32; got {dtype!r}"
+                     f"{spelled}.")
 
 
 def check_probs(p: np.ndarray, name: str = "probs", axis: int = -1) -> None:

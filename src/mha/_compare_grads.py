@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from . import masks
-from ._checks import DTypeError
+from ._checks import DTypeError, check_flag
 from .layers import MultiHeadAttention, check_torch_mask
 from .torch_transfer import to_nn_multihead, to_nn_multihead_masks
 
@@ -25,6 +25,29 @@ __all__ = ["gradient_differences", "gradients", "migration_checks", "missing_gra
            "named_projections", "run_nn_multihead"]
 
 NN = "nn.MultiheadAttention"
+
+
+def check_seed(seed) -> int:
+    """``seed`` as a Python int (NumPy integers too); refuse anything else (``DTypeError``)."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
+        raise DTypeError(f"seed must be an int; got {seed!r}.")
+    return int(seed)
+
+
+def check_attention_module(module, who: str, nn_too: bool = False) -> None:
+    """Refuse (``TypeError``) a module of another class than the functions of
+    :mod:`mha.compare` read (by their parameter names)."""
+    allowed = (MultiHeadAttention, nn.MultiheadAttention) if nn_too else (MultiHeadAttention,)
+    if not isinstance(module, allowed):
+        names = " or ".join(("mha.layers.MultiHeadAttention", NN)[:len(allowed)])
+        given = f"{type(module).__module__}.{type(module).__qualname__}"  # two classes share
+        raise TypeError(f"{who} takes {names}; got {given}.")  # the name MultiHeadAttention
+
+
+def check_query(query, module) -> None:
+    """Refuse a query that is not a tensor, in the torch module's words."""
+    if not isinstance(query, torch.Tensor):
+        raise TypeError(f"query must be a torch tensor (B, T, C); got {type(query).__name__}.")
 
 
 def _nn_masks(mask, key_padding_mask, n_heads, b, t_q, t_k):
@@ -79,6 +102,7 @@ def named_projections(module, grads: dict) -> dict:
     """``grads`` (a dict keyed by parameter name: gradients, or the parameters themselves)
     renamed W_Q, b_Q, ..., W_O, b_O, whatever the module's layout: ``nn.MultiheadAttention``,
     the package's packed (3C, C) or separate projections. W_Q, W_K, W_V are (C, C) views."""
+    check_attention_module(module, "named_projections", nn_too=True)
     if isinstance(module, nn.MultiheadAttention):
         w, b = grads["in_proj_weight"], grads.get("in_proj_bias")
         w_o, b_o = grads["out_proj.weight"], grads.get("out_proj.bias")
@@ -112,8 +136,12 @@ def gradients(module, query, mask=None, key_padding_mask=None, seed: int = 0,
     the package convention. Returns ``{"x": dL/dquery, "W_Q": ..., "b_O": ...}``
     as tensors, in the same names for both layouts (``in_proj_weight`` is cut
     into ``W_Q, W_K, W_V``). Uses ``torch.autograd.grad``: no ``.grad`` is left
-    on the module.
+    on the module. Refuses another kind of module, a query that is not a tensor
+    and a ``seed`` that is not an int.
     """
+    check_attention_module(module, "gradients", nn_too=True)
+    check_query(query, module)
+    seed = check_seed(seed)
     x = query.detach().clone().requires_grad_()
     if isinstance(module, nn.MultiheadAttention):
         out, _ = run_nn_multihead(module, x, mask=mask, key_padding_mask=key_padding_mask,
@@ -144,6 +172,9 @@ def gradient_differences(module: MultiHeadAttention, query, mask=None,
     0 in exact arithmetic (a key bias adds one constant to a row of scores), so
     its relative difference measures only rounding noise.
     """
+    check_attention_module(module, "gradient_differences")
+    seed = check_seed(seed)
+    relative = check_flag(relative, "relative")
     training = module.training
     module.eval()
     try:
@@ -171,6 +202,8 @@ def missing_gradients(module: nn.Module) -> list:
     zeros. Call after ``loss.backward()``; an empty list means every parameter
     was reached. Parameters with ``requires_grad=False`` are skipped.
     """
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"missing_gradients takes a torch nn.Module; got {type(module).__name__}.")
     return [name for name, p in module.named_parameters() if p.requires_grad and p.grad is None]
 
 
@@ -194,7 +227,9 @@ def migration_checks(ours: nn.Module, theirs: nn.Module, x, run_ours, run_theirs
       ``out[0]`` unchanged (needs B >= 2).
 
     Refuses an ``atol`` that is not a number (``DTypeError``) or not finite and
-    >= 0 (``ValueError``: NaN would make every check read False), and a batch of one.
+    >= 0 (``ValueError``: NaN would make every check read False), a batch of one,
+    modules that are not ``nn.Module``, runners that are not callable, an ``x``
+    that is not a floating tensor and a ``seed`` that is not an int.
     Uses ``torch.autograd.grad``: no ``.grad`` is left on either module.
     """
     if isinstance(atol, (bool, np.bool_)) or \
@@ -202,6 +237,17 @@ def migration_checks(ours: nn.Module, theirs: nn.Module, x, run_ours, run_theirs
         raise DTypeError(f"atol must be a finite number >= 0; got {atol!r}.")
     if not 0.0 <= atol < math.inf:  # NaN fails too: every check would read False
         raise ValueError(f"atol must be a finite number >= 0; got {atol!r}.")
+    seed = check_seed(seed)
+    for name, m in (("ours", ours), ("theirs", theirs)):
+        if not isinstance(m, nn.Module):
+            raise TypeError(f"{name} must be a torch nn.Module; got {type(m).__name__}.")
+    for name, run in (("run_ours", run_ours), ("run_theirs", run_theirs)):
+        if not callable(run):
+            raise TypeError(f"{name} must be a function (module, x) -> output; got "
+                            f"{type(run).__name__}.")
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        raise TypeError(f"x must be a floating torch tensor (B, T, C); got "
+                        f"{getattr(x, 'dtype', type(x).__name__)}.")
     if x.shape[0] < 2:
         raise ValueError(f"migration_checks needs a batch of at least 2; got x of shape "
                          f"{tuple(x.shape)}.")

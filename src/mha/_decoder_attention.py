@@ -25,13 +25,16 @@ import torch.nn.functional as F
 
 from . import masks
 from ._checks import (
+    DTypeError,
     all_finite,
+    check_device,
     check_finite,
     check_has_features,
     check_has_keys,
+    check_positive_int,
     refuse_nonfinite_attention,
 )
-from .layers import check_torch_mask
+from .layers import _check_scores_memory, check_torch_mask
 
 __all__ = ["attention_mask", "gqa_attention", "repeat_kv"]
 
@@ -44,9 +47,19 @@ def repeat_kv(x, n_rep: int):
     ``repeat_interleave`` gives heads ``[0, 0, 1, 1]`` for ``n_rep = 2``: query
     head ``h`` reads K/V head ``h // n_rep``, as SDPA's ``enable_gqa=True`` does.
     ``x.repeat(1, n_rep, 1, 1)`` would give ``[0, 1, 0, 1]``: the right shape,
-    the wrong heads, no error.
+    the wrong heads, no error. Refuses ``n_rep`` not a positive int and ``x`` not 4-D.
     """
+    n_rep = _check_repeat(x, n_rep)
     return x if n_rep == 1 else x.repeat_interleave(n_rep, dim=1)
+
+
+def _check_repeat(x, n_rep) -> int:
+    """``n_rep`` as an int >= 1 (0 would return no head at all); ``x`` a 4-D tensor."""
+    n_rep = check_positive_int(n_rep, "n_rep")
+    if not isinstance(x, torch.Tensor) or x.ndim != 4:
+        raise ValueError(f"repeat_kv takes x as a tensor (B, H_kv, T, dh); got "
+                         f"{tuple(getattr(x, 'shape', ())) or type(x).__name__}.")
+    return n_rep
 
 
 def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
@@ -63,7 +76,9 @@ def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
     no key (``Tk = 0``), no feature (``dh = 0``), no head (``H`` or ``H_kv = 0``),
     an unknown ``impl``, the masks :func:`mha.layers.check_torch_mask`
     refuses (non-bool, not broadcastable, a fully masked row), and NaN or +-inf
-    in q, k, v or in the scores (overflow), in :func:`mha.attention`'s words.
+    in q, k, v or in the scores (overflow), in :func:`mha.attention`'s words,
+    q, k, v on different devices or the meta device, and (manual path) scores
+    larger than the machine's memory (``TooLargeError``, naming the size).
     The manual path checks the scores before the mask; the SDPA path sees an
     overflow only in its output, so one on a blocked key gets through.
     """
@@ -89,6 +104,7 @@ def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
         raise ValueError(f"n_heads={h} is not a multiple of n_kv_heads={h_kv}: every K/V head "
                          "must serve the same number of query heads.")
     for name, t in (("q", q), ("k", k), ("v", v)):
+        check_device(t, name, q.device)
         check_finite(t, name)  # mha.attention's words; one sum when finite
     if mask is not None:
         mask = check_torch_mask(mask, (b, h, t_q, t_k), "mask", q.device)
@@ -100,6 +116,7 @@ def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
             refuse_nonfinite_attention(q, repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv),
                                        1 / math.sqrt(dh))
         return out
+    _check_scores_memory((b, h, t_q, t_k), q.element_size())  # before repeat_kv copies
     k, v = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)  # (B, H, Tk, dh)
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(dh)  # (B, H, Tq, Tk)
     if not all_finite(scores):  # before the mask, as mha.attention checks
@@ -121,16 +138,17 @@ def attention_mask(query_positions, key_positions, key_padding=None, window=None
     used; this keeps its row from being fully masked).
 
     One query (``Tq == 1``) with no padding and no window returns None without
-    building anything: the newest token may read every cached key.
+    building anything: the newest token may read every cached key. Refuses
+    positions or padding of another kind or shape, and ``Tq > Tk``.
     """
-    b, t_q = query_positions.shape
-    t_k = key_positions.shape[1]
+    b, t_q, t_k = _check_positions(query_positions, key_positions, key_padding)
     padded = key_padding is not None and bool(key_padding.any())
     if t_q == 1 and not padded and window is None:
         return None
     qp, kp = query_positions.cpu().numpy(), key_positions.cpu().numpy()
     rows = [masks.mask_from_positions(qp[i], kp[i], window=window) for i in range(b)]
-    blocked = torch.from_numpy(np.stack(rows)).to(query_positions.device)  # (B, Tq, Tk)
+    rows = np.stack(rows) if rows else np.zeros((0, t_q, t_k), dtype=bool)  # B = 0: no row
+    blocked = torch.from_numpy(rows).to(query_positions.device)  # (B, Tq, Tk)
     if padded:
         blocked |= key_padding[:, None, :]
         own = torch.arange(t_q, device=blocked.device) + (t_k - t_q)  # each query's own key slot
@@ -139,3 +157,33 @@ def attention_mask(query_positions, key_positions, key_padding=None, window=None
             2, own.expand(b, t_q)[..., None], False)  # (B, Tq, Tk): False on the own slot
         blocked = torch.where(query_pad[..., None], self_only, blocked)
     return blocked[:, None] if bool(blocked.any()) else None
+
+
+def _check_positions(query_positions, key_positions, key_padding) -> tuple[int, int, int]:
+    """``(B, Tq, Tk)`` of :func:`attention_mask`'s arguments, refusing positions that are
+    not integer ``(B, T)`` tensors of one ``B``, ``Tq > Tk`` (the queries are the last
+    ``Tq`` keys) and a ``key_padding`` that is not a bool ``(B, Tk)`` tensor."""
+    for name, p in (("query_positions", query_positions), ("key_positions", key_positions)):
+        if not isinstance(p, torch.Tensor) or p.dtype.is_floating_point or \
+                p.dtype.is_complex or p.dtype == torch.bool:
+            raise DTypeError(f"{name} must be an integer tensor (B, T) of absolute positions; "
+                             f"got {getattr(p, 'dtype', type(p).__name__)}.")
+        if p.ndim != 2:
+            raise ValueError(f"{name} must be (B, T), one row of absolute positions per "
+                             f"sequence; got shape {tuple(p.shape)}.")
+    b, t_q = query_positions.shape
+    t_k = key_positions.shape[1]
+    if key_positions.shape[0] != b:
+        raise ValueError(f"query_positions {tuple(query_positions.shape)} and key_positions "
+                         f"{tuple(key_positions.shape)} must share the batch B (B, T).")
+    if t_q > t_k:
+        raise ValueError(f"{t_q} queries over {t_k} keys: the new queries are the last Tq of "
+                         "the Tk keys (the cache holds them too), so Tq <= Tk.")
+    if key_padding is not None:
+        if not isinstance(key_padding, torch.Tensor) or key_padding.dtype != torch.bool:
+            raise DTypeError(f"key_padding must be a bool tensor (B, Tk), True = padding; got "
+                             f"{getattr(key_padding, 'dtype', type(key_padding).__name__)}.")
+        if tuple(key_padding.shape) != (b, t_k):
+            raise ValueError(f"key_padding must be (B, Tk) = {(b, t_k)}, one flag per key; got "
+                             f"shape {tuple(key_padding.shape)}.")
+    return b, t_q, t_k

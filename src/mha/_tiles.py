@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import check_flag, first_index
+from ._checks import check_flag, check_non_negative_int, check_positive_int, first_index
 from ._mask_checks import check_causal_lengths, check_mask
 from .reference import _check_qkv, _check_scale
 
-__all__ = ["BLOCK_K", "BLOCK_Q", "FULL", "PARTIAL", "SKIPPED", "tile_plan"]
+__all__ = ["BLOCK_K", "BLOCK_Q", "FULL", "PARTIAL", "MAX_TILES", "SKIPPED", "tile_plan"]
 
 SKIPPED, FULL, PARTIAL = 0, 1, 2  # a tile's state in tile_plan
 BLOCK_Q, BLOCK_K = 256, 256  # defaults: a 256 x 256 float64 tile is 512 KiB, cache-sized
+# Each tile costs tens of microseconds of Python around its products (about 80 us measured,
+# 128 x 128 with 1 x 1 tiles, 2-core laptop CPU): 65,536 tiles is a few seconds. T = 4096 with
+# 1 x 1 tiles (16.8 million) would run over 20 minutes without a word.
+MAX_TILES = 2**16
+_SECONDS_PER_TILE = 80e-6
 
 
 def _check_block(block, name: str) -> int:
@@ -33,7 +38,7 @@ def _starts(t: int, block: int) -> range:
 
 
 def tile_plan(tq: int, tk: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
-              is_causal: bool = False, mask=None) -> np.ndarray:
+              is_causal: bool = False, mask=None, *, max_tiles: int = MAX_TILES) -> np.ndarray:
     """Which tiles the tiled attention computes: ``(ceil(Tq/block_q), ceil(Tk/block_k))`` ints.
 
     Entry ``[a, b]`` describes the tile of queries ``a*block_q ...`` and keys
@@ -44,10 +49,16 @@ def tile_plan(tq: int, tk: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
     skipped only if it is blocked for every leading (batch/head) index.
     Refuses a non-boolean mask (a 0/1 mask must say which value blocks) or one
     that does not broadcast, as :func:`mha._mask_checks.check_mask` words it, a
-    non-bool ``is_causal`` and a tile side that is not an integer >= 1.
+    non-bool ``is_causal``, lengths that are not ints >= 0, a tile side that is
+    not an integer >= 1, and a plan of more than ``max_tiles`` tiles
+    (:data:`MAX_TILES`, 65,536: each tile costs tens of microseconds of Python,
+    so more would run for minutes; the message gives the count; pass a larger
+    ``max_tiles`` to run it anyway).
     """
+    tq, tk = check_non_negative_int(tq, "tq"), check_non_negative_int(tk, "tk")
     block_q, block_k = _check_block(block_q, "block_q"), _check_block(block_k, "block_k")
     is_causal = check_flag(is_causal, "is_causal")
+    check_tile_count(tq, tk, block_q, block_k, max_tiles)
     if mask is not None:  # rows are not checked here: the plan skips what is blocked
         mask = check_mask(mask, np.shape(mask)[:-2] + (tq, tk), check_rows=False)
     offset = tk - tq  # query i sits at position i + offset (lower-right alignment)
@@ -69,6 +80,21 @@ def tile_plan(tq: int, tk: int, block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
                     state = PARTIAL
             plan[a, b] = state
     return plan
+
+
+def check_tile_count(tq: int, tk: int, block_q: int, block_k: int, max_tiles: int) -> None:
+    """Refuse (``ValueError``) a plan of more than ``max_tiles`` tiles, naming the count."""
+    max_tiles = check_positive_int(max_tiles, "max_tiles")
+    rows, cols = len(_starts(tq, block_q)), len(_starts(tk, block_k))
+    if rows * cols > max_tiles:
+        minutes = rows * cols * _SECONDS_PER_TILE / 60
+        raise ValueError(
+            f"{rows:,} x {cols:,} = {rows * cols:,} tiles of {block_q} x {block_k} for "
+            f"Tq={tq}, Tk={tk}: past max_tiles={max_tiles:,}. Each tile costs tens of "
+            f"microseconds of Python (about {minutes:,.1f} minutes in all at 80 us a tile). Use "
+            f"larger tiles (the default {BLOCK_Q} x {BLOCK_K} gives "
+            f"{len(_starts(tq, BLOCK_Q)) * len(_starts(tk, BLOCK_K)):,}), or pass max_tiles= "
+            "to run it anyway.")
 
 
 def _blocked(i0, i1, j0, j1, offset, is_causal, mask):
@@ -117,7 +143,7 @@ def _check_skipped_tiles(q, k, scale, plan, block_q, block_k):
         _tile_scores(q[..., i0:i0 + block_q, :], k[..., j0:j0 + block_k, :], scale, None, i0, j0)
 
 
-def _prepare(q, k, v, mask, is_causal, scale, block_q, block_k):
+def _prepare(q, k, v, mask, is_causal, scale, block_q, block_k, max_tiles=MAX_TILES):
     is_causal = check_flag(is_causal, "is_causal")
     q, k, v = _check_qkv(q, k, v)
     lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -128,6 +154,6 @@ def _prepare(q, k, v, mask, is_causal, scale, block_q, block_k):
     if mask is not None:  # a broadcast view: no (Tq, Tk) copy; with is_causal the rows are
         mask = check_mask(mask, lead + (tq, tk), check_rows=not is_causal)  # checked per tile
     block_q, block_k = _check_block(block_q, "block_q"), _check_block(block_k, "block_k")
-    plan = tile_plan(tq, tk, block_q, block_k, is_causal, mask)
+    plan = tile_plan(tq, tk, block_q, block_k, is_causal, mask, max_tiles=max_tiles)
     _check_skipped_tiles(q, k, scale, plan, block_q, block_k)
     return q, k, v, lead, tq, tk, scale, mask, block_q, block_k, is_causal, plan

@@ -30,8 +30,12 @@ import numpy as np
 import torch
 
 from . import masks
+from ._checks import DTypeError, as_float_array, check_flag, check_torch_float_dtype
 from ._compare_grads import (
     NN,
+    check_attention_module,
+    check_query,
+    check_seed,
     gradient_differences,
     gradients,
     migration_checks,
@@ -89,8 +93,10 @@ def run_four_paths(module: MultiHeadAttention, query, context=None, mask=None,
     tensors of its dtype. ``mask`` is ``(Tq, Tk)`` or ``(B|1, H|1, Tq|1, Tk)`` and
     ``key_padding_mask`` ``(B, Tk)``, both bool with True = blocked. The module's
     ``impl`` and train/eval mode are restored afterwards. Refuses what the paths
-    refuse (a fully masked row, a non-bool mask, a wrong shape or dtype).
+    refuse (a fully masked row, a non-bool mask, a wrong shape or dtype), and a
+    module of another class or dtype than float32 / float64.
     """
+    _check_paths_module(module)
     training, impl = module.training, module.impl
     module.eval()
     kw = {"mask": mask, "key_padding_mask": key_padding_mask}
@@ -123,17 +129,34 @@ def run_four_paths(module: MultiHeadAttention, query, context=None, mask=None,
                      {p: weights[p] for p in PATHS if p in weights}, blocked)
 
 
+def _check_paths_module(module) -> None:
+    check_attention_module(module, "run_four_paths")
+    dtype = module.out_proj.weight.dtype
+    if dtype not in (torch.float32, torch.float64):
+        raise DTypeError(f"run_four_paths compares with the NumPy class, which holds float32 or "
+                         f"float64; the module is {dtype}. Convert it, e.g. module.double().")
+
+
 def max_differences(arrays: dict, reference: str = "numpy") -> dict:
     """``{name: max |arrays[name] - arrays[reference]|}`` for every other name, as floats.
 
-    The arrays must share one shape (``ValueError`` otherwise, naming both).
+    The arrays must share one shape (``ValueError`` otherwise, naming both);
+    ``reference`` must be one of the names (``ValueError`` naming those there are);
+    each array must be real and finite, as :func:`mha.attention` words it.
     """
-    ref = np.asarray(arrays[reference], dtype=np.float64)
+    if not isinstance(arrays, dict):
+        raise TypeError(f"arrays must be a dict {{name: array}}; got {type(arrays).__name__}.")
+    if reference not in arrays:
+        raise ValueError(f"no array named {reference!r} to measure against; the names are "
+                         f"{list(arrays)}. Pass reference= one of them.")
+    # as_float_array: numbers only, finite (a NaN would make the difference NaN), tensors
+    # that NumPy can read; in float64, where the subtraction of float32 values is exact.
+    ref = as_float_array(arrays[reference], str(reference)).astype(np.float64)
     result = {}
     for name, value in arrays.items():
         if name == reference:
             continue
-        value = np.asarray(value, dtype=np.float64)
+        value = as_float_array(value, str(name)).astype(np.float64)
         if value.shape != ref.shape:
             raise ValueError(f"{name} has shape {value.shape} but {reference} has {ref.shape}.")
         result[name] = float(np.abs(value - ref).max()) if value.size else 0.0
@@ -141,21 +164,32 @@ def max_differences(arrays: dict, reference: str = "numpy") -> dict:
 
 
 def magnitude(x: float) -> str:
-    """The power of ten at or just below ``|x|``: ``"1e-07"`` for 1.2e-7 or 4.8e-7; 0 is ``"0"``.
+    """The power of ten at or just above ``|x|``, an upper bound: ``"1e-06"`` for 1.2e-7 or 9.5e-7.
 
     Rounding differences move with the CPU and the thread count (a max
-    difference of one float32 ulp near 1 is 1.2e-7, of four ulps 4.8e-7); their
+    difference of one float32 ulp near 1 is 1.2e-7, of eight ulps 9.5e-7); their
     order of magnitude moves far less, so a notebook can print it and stay
-    comparable. ``"1e-07"`` reads "between 1e-7 and 1e-6".
+    comparable. ``"1e-06"`` reads "at most 1e-6" (and more than 1e-7); 0 is
+    ``"0"``, +-inf and NaN are ``"inf"`` and ``"nan"``. Rounding up, never down:
+    a printed bound is never smaller than the difference it stands for.
+    Refuses a string, a bool or anything that is not one real number
+    (``DTypeError``).
     """
-    x = abs(float(x))
+    if isinstance(x, (str, bytes, bool, np.bool_)):
+        raise DTypeError(f"magnitude takes a number; got {x!r}.")
+    try:
+        x = abs(float(x))
+    except (TypeError, ValueError):
+        raise DTypeError(f"magnitude takes one real number; got {x!r}.") from None
     if x == 0.0:
         return "0"
     if not math.isfinite(x):
         return str(x)
-    exponent = math.floor(math.log10(x))
-    if 10.0 ** (exponent + 1) <= x:  # log10 rounded up across a power of ten
+    exponent = math.ceil(math.log10(x))
+    if 10.0 ** exponent < x:  # log10 rounded down across a power of ten
         exponent += 1
+    elif 10.0 ** (exponent - 1) >= x:  # rounded up across one
+        exponent -= 1
     return f"{10.0 ** exponent:.0e}"
 
 
@@ -166,7 +200,12 @@ def seeded_module(d_model: int, n_heads: int, bias: bool = True, dtype=torch.flo
     Parameters are uniform in ``+-1/sqrt(C)``, drawn in float64 from a private
     generator (the global torch seed is not touched) and then cast to ``dtype``:
     one seed gives the same weights, rounded, in float32 and float64.
+    Refuses a ``dtype`` that is not a floating torch dtype (``DTypeError``;
+    ``np.float32`` is named with its torch spelling), a ``seed`` that is not an
+    int, and what the module refuses.
     """
+    dtype = check_torch_float_dtype(dtype, "dtype")
+    seed = check_seed(seed)
     with torch.random.fork_rng(devices=[]):  # nn.Linear's own init draws from the global seed
         module = MultiHeadAttention(d_model, n_heads, bias=bias, dtype=torch.float64)
     g = torch.Generator().manual_seed(seed)
@@ -188,7 +227,16 @@ def difference_table(query, n_heads: int, mask=None, key_padding_mask=None, *,
     of :data:`PATHS` but ``"numpy"`` (max |out - NumPy out|), ``"rows sum to 1"``
     (max |sum of a row of weights - 1| over the paths that return weights) and
     ``"weight on a blocked key"`` (the largest such weight, 0.0 without a mask).
+    Refuses a query that is not a tensor, ``dtypes`` or ``biases`` that are not
+    tuples or lists (``TypeError``), and what :func:`seeded_module` and
+    :func:`run_four_paths` refuse.
     """
+    check_query(query, None)
+    for name, given in (("dtypes", dtypes), ("biases", biases)):
+        if not isinstance(given, (tuple, list)):
+            raise TypeError(f"{name} must be a tuple or list, e.g. {name}=({given!r},); "
+                            f"got {given!r}.")
+    biases = [check_flag(b, "bias") for b in biases]
     table = {}
     for dtype in dtypes:
         for bias in biases:
@@ -208,18 +256,26 @@ def difference_table(query, n_heads: int, mask=None, key_padding_mask=None, *,
 def format_table(table: dict, fmt=magnitude) -> str:
     """``{column: {row: value}}`` as text: one line per row, values through ``fmt``.
 
-    Every column must have the same rows (``ValueError`` otherwise).
+    Every column must have the same rows, and there must be at least one column
+    and one row (``ValueError`` otherwise).
     """
+    if not isinstance(table, dict) or not all(isinstance(c, dict) for c in table.values()):
+        raise TypeError(f"table must be a dict {{column: {{row: value}}}}; got {table!r}.")
+    if not callable(fmt):
+        raise TypeError(f"fmt must be a function value -> str; got {type(fmt).__name__}.")
     columns = list(table)
+    if not columns or not table[columns[0]]:
+        raise ValueError(f"format_table needs at least one column and one row; got {table!r}.")
     rows = list(table[columns[0]])
     for c in columns:
         if list(table[c]) != rows:
             raise ValueError(f"column {c!r} has rows {list(table[c])}, expected {rows}.")
-    width = max(len(r) for r in rows) + 2
-    col = max(len(c) for c in columns) + 2
-    lines = ["".ljust(width) + "".join(c.rjust(col) for c in columns)]
+    width = max(len(str(r)) for r in rows) + 2
+    col = max(len(str(c)) for c in columns) + 2
+    lines = ["".ljust(width) + "".join(str(c).rjust(col) for c in columns)]
     for r in rows:
-        lines.append(r.ljust(width) + "".join(fmt(table[c][r]).rjust(col) for c in columns))
+        lines.append(str(r).ljust(width)
+                     + "".join(str(fmt(table[c][r])).rjust(col) for c in columns))
     return "\n".join(lines)
 
 
@@ -232,8 +288,12 @@ def attention_kernels(fn) -> list:
     ``TorchFunctionMode`` would: it turns ``nn.MultiheadAttention``'s fast path
     off). Names depend on the torch version and the device, e.g.
     ``"aten._softmax"``, ``"aten._scaled_dot_product_flash_attention_for_cpu"``,
-    ``"aten._native_multi_head_attention"``.
+    ``"aten._native_multi_head_attention"``. Refuses an ``fn`` that is not
+    callable (``TypeError``: pass ``lambda: module(x)``, not ``module(x)``).
     """
+    if not callable(fn):
+        raise TypeError(f"attention_kernels runs fn(): pass a function such as "
+                        f"lambda: module(x), not its result; got {type(fn).__name__}.")
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _Log(TorchDispatchMode):

@@ -22,9 +22,16 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_flag, check_heads, check_positive_int
+from ._checks import (
+    DTypeError,
+    check_device,
+    check_flag,
+    check_heads,
+    check_number,
+    check_positive_int,
+)
 from ._decoder_attention import _IMPLS, attention_mask, gqa_attention, repeat_kv
-from .kv_cache import KVCache
+from .kv_cache import KVCache, LayerCache
 from .rope import apply_rope
 
 __all__ = ["Attention", "Block", "TinyDecoder", "attention_mask", "from_attention_only",
@@ -52,6 +59,7 @@ class Attention(nn.Module):
                              f"n_kv_heads={n_kv_heads}, and an even head width for RoPE.")
         if impl not in _IMPLS:
             raise ValueError(f"impl must be one of {_IMPLS}; got {impl!r}.")
+        rope_base = check_number(rope_base, "rope_base", above=1)  # as mha.rope words it
         self.n_heads, self.n_kv_heads, self.d_head = n_heads, n_kv_heads, d_model // n_heads
         self.rope_base, self.impl = rope_base, impl
         self.q_proj = nn.Linear(d_model, d_model, bias=False)
@@ -82,10 +90,11 @@ class Block(nn.Module):
     def __init__(self, d_model, n_heads, n_kv_heads=None, d_mlp=None, rope_base=10000.0,
                  impl="manual", attention_only=False):
         super().__init__()
+        attention_only = check_flag(attention_only, "attention_only")  # "False" is truthy
+        self.attn = Attention(d_model, n_heads, n_kv_heads, rope_base, impl)
+        d_mlp = 4 * d_model if d_mlp is None else check_positive_int(d_mlp, "d_mlp")
         norm = nn.Identity if attention_only else nn.RMSNorm
         self.norm1, self.norm2 = norm(d_model), norm(d_model)
-        self.attn = Attention(d_model, n_heads, n_kv_heads, rope_base, impl)
-        d_mlp = 4 * d_model if d_mlp is None else d_mlp
         self.mlp = None if attention_only else nn.Sequential(
             nn.Linear(d_model, d_mlp), nn.GELU(), nn.Linear(d_mlp, d_model))
 
@@ -114,9 +123,16 @@ class TinyDecoder(nn.Module):
     vocabulary, padding or positions of another shape (or float positions), a
     cache with another number of layers or out of step (layers holding other
     lengths than its positions), and what the cache refuses (batch, dtype,
-    ``max_len``); a refused step leaves the cache exactly as it was. Refuses a
-    ``vocab_size``, ``n_layers`` or ``window`` (None allowed) that is not a
-    positive int at construction.
+    ``max_len``); a refused step leaves the cache exactly as it was. Tokens of
+    any integer dtype torch computes with are read (int8, int16 and uint8 as
+    int64); unsigned 16/32/64-bit ones are refused (few operations support
+    them). Refuses a ``cache`` that is not a :class:`KVCache` (a
+    :class:`LayerCache` holds one layer), and parameters of several dtypes or
+    devices (e.g. one block converted alone: convert the whole model).
+    Refuses at construction a ``vocab_size``, ``n_layers``, ``d_mlp`` or
+    ``window`` (None allowed for the last two) that is not a positive int,
+    ``tie_weights`` or ``attention_only`` that is not True / False, and a
+    ``rope_base`` that is not a finite number above 1.
     """
 
     def __init__(self, vocab_size: int, d_model: int = 32, n_heads: int = 4,
@@ -125,7 +141,10 @@ class TinyDecoder(nn.Module):
                  window: int | None = None, impl: str = "manual", attention_only: bool = False):
         super().__init__()
         vocab_size = check_positive_int(vocab_size, "vocab_size")
+        d_model, _ = check_heads(d_model, n_heads)  # before nn.Embedding reads d_model
         n_layers = check_positive_int(n_layers, "n_layers")
+        tie_weights = check_flag(tie_weights, "tie_weights")  # "no" is truthy
+        attention_only = check_flag(attention_only, "attention_only")
         window = None if window is None else check_positive_int(window, "window")
         self.vocab_size, self.window = vocab_size, window
         self.embed = nn.Embedding(vocab_size, d_model)
@@ -145,17 +164,27 @@ class TinyDecoder(nn.Module):
         return KVCache(self.n_layers, max_len)
 
     def forward(self, tokens, positions=None, cache=None, padding=None):
-        if cache is None:
-            return self._forward(tokens, positions, None, padding)
-        if cache.n_layers != self.n_layers:
-            raise ValueError(f"the cache has {cache.n_layers} layers, the model {self.n_layers}.")
-        cache.check_in_step()
-        with cache.rollback_on_error():  # a refused step leaves the cache as it was
-            return self._forward(tokens, positions, cache, padding)
+        if cache is not None:
+            _check_cache(cache)
+            if cache.n_layers != self.n_layers:
+                raise ValueError(f"the cache has {cache.n_layers} layers, the model "
+                                 f"{self.n_layers}.")
+            cache.check_in_step()
+        try:
+            if cache is None:
+                return self._forward(tokens, positions, None, padding)
+            with cache.rollback_on_error():  # a refused step leaves the cache as it was
+                return self._forward(tokens, positions, cache, padding)
+        except RuntimeError:  # torch's own error: name parameters of mixed dtypes if that is why
+            self._check_parameters()  # looked at only on failure (a scan costs ~0.1 ms a step)
+            raise
 
     def _forward(self, tokens, positions, cache, padding):
         tokens = self._check_tokens(tokens)
         b, t = tokens.shape
+        if t == 0 and (cache is None or cache.length == 0):
+            raise ValueError(f"tokens has no positions (T=0, shape {(b, t)}) and nothing is "
+                             "cached: there is no key to read. Pass at least one token.")
         if padding is None:
             padding = torch.zeros(b, t, dtype=torch.bool, device=tokens.device)
         elif not isinstance(padding, torch.Tensor) or padding.dtype != torch.bool or \
@@ -182,16 +211,45 @@ class TinyDecoder(nn.Module):
             x = block(x, positions, mask, None if cache is None else cache[i])
         return self.head(self.norm(x))  # (B, T, V)
 
+    def _check_parameters(self) -> None:
+        """Refuse parameters of several dtypes or devices: a layer would fail deep in torch."""
+        first_name, first = next(iter(self.named_parameters()))
+        for name, p in self.named_parameters():
+            if p.dtype != first.dtype or p.device != first.device:
+                raise DTypeError(
+                    f"the model's parameters differ: {first_name} is {first.dtype} on "
+                    f"{first.device}, {name} is {p.dtype} on {p.device}. Convert the whole "
+                    f"model (model.to(...)), not one block.")
+
     def _check_tokens(self, tokens):
         if not isinstance(tokens, torch.Tensor) or tokens.dtype.is_floating_point or \
-                tokens.dtype == torch.bool or tokens.ndim != 2:
+                tokens.dtype.is_complex or tokens.dtype == torch.bool or tokens.ndim != 2:
             raise TypeError(f"tokens must be an integer tensor (B, T); got "
                             f"{getattr(tokens, 'dtype', type(tokens).__name__)} "
                             f"{tuple(getattr(tokens, 'shape', ()))}.")
+        check_device(tokens, "tokens", self.embed.weight.device)
+        if tokens.dtype in (torch.int8, torch.int16, torch.uint8):
+            tokens = tokens.long()  # exact; F.embedding reads only int32 / int64
+        elif tokens.dtype not in (torch.int32, torch.int64):
+            raise DTypeError(f"tokens has dtype {tokens.dtype}, which torch supports in few "
+                             "operations; convert it with tokens.to(torch.int64).")
         if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
             raise ValueError(f"tokens must lie in 0..{self.vocab_size - 1}; got "
                              f"{int(tokens.min())}..{int(tokens.max())}.")
         return tokens
+
+
+def _check_cache(cache) -> None:
+    if not isinstance(cache, KVCache):
+        extra = (" A LayerCache holds one layer; the model needs one per layer."
+                 if isinstance(cache, LayerCache) else "")
+        raise TypeError(f"cache must be a mha.kv_cache.KVCache, e.g. model.new_cache(); got "
+                        f"{type(cache).__name__}.{extra}")
+
+
+def _check_model(model) -> None:
+    if not isinstance(model, TinyDecoder):
+        raise TypeError(f"model must be a mha.decoder.TinyDecoder; got {type(model).__name__}.")
 
 
 def from_attention_only(trained) -> TinyDecoder:
@@ -231,8 +289,11 @@ def generate(model: TinyDecoder, prompt, n_new: int, use_cache: bool = True, pad
     Refuses an empty prompt (``T0 = 0``) or a sequence of it that is all padding,
     a ``use_cache`` that is not a bool, and what the model refuses.
     """
+    _check_model(model)
     n_new = check_positive_int(n_new, "n_new")
     use_cache = check_flag(use_cache, "use_cache")
+    if cache is not None:
+        _check_cache(cache)
     if model._check_tokens(prompt).shape[1] == 0:
         raise ValueError(f"the prompt must hold at least one token: (B, T0) with T0 >= 1; got "
                          f"shape {tuple(prompt.shape)}. Greedy decoding starts from the logits "
@@ -272,8 +333,14 @@ def logits_in_chunks(model: TinyDecoder, tokens, chunks, padding=None):
 
     ``chunks`` lists the chunk lengths, summing to ``T`` (``[T]``: one-shot
     prefill; ``[4, 1, 1, ...]``: prefill then one token at a time). Compare
-    with ``model(tokens)`` to check the cache.
+    with ``model(tokens)`` to check the cache. Refuses ``chunks`` that is not a
+    list of positive ints summing to ``T`` and what the model refuses.
     """
+    _check_model(model)
+    tokens = model._check_tokens(tokens)
+    if isinstance(chunks, (str, bytes, torch.Tensor)) or not hasattr(chunks, "__iter__"):
+        raise DTypeError(f"chunks must be a list of chunk lengths summing to T, e.g. "
+                         f"[{tokens.shape[1]}] or [4, 1, 1, ...]; got {chunks!r}.")
     chunks = [check_positive_int(n, "a chunk length") for n in chunks]
     if sum(chunks) != tokens.shape[1]:
         raise ValueError(f"chunk lengths {list(chunks)} must be positive and sum to "

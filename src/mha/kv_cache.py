@@ -20,19 +20,15 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from ._checks import DTypeError, check_positive_int
+from ._checks import (
+    DTypeError,
+    check_device,
+    check_non_negative_int,
+    check_positive_int,
+    check_torch_float_dtype,
+)
 
 __all__ = ["KVCache", "LayerCache", "kv_cache_bytes"]
-
-
-def _non_negative_int(n, name: str) -> int:
-    """``n`` as a Python int >= 0 (NumPy integers too), as ``_checks.check_positive_int``
-    words it: ``DTypeError`` for a bool or non-integer, ``ValueError`` below 0."""
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise DTypeError(f"{name} must be a non-negative int; got {n!r}.")
-    if n < 0:
-        raise ValueError(f"{name} must be a non-negative int; got {n!r}.")
-    return int(n)
 
 
 def kv_cache_bytes(n_layers: int, batch: int, n_kv_heads: int, length: int, d_head: int,
@@ -43,13 +39,16 @@ def kv_cache_bytes(n_layers: int, batch: int, n_kv_heads: int, length: int, d_he
     (4 for float32, 2 for bfloat16). The positions and padding flags a
     :class:`KVCache` also keeps are ``(B, T)``, independent of the model's width,
     and are not counted. Sizes may be NumPy integers. Refuses a negative size
-    (``ValueError``) and a bool or non-integer one (``DTypeError``).
+    (``ValueError``), a bool or non-integer one, and a ``dtype`` that is not a
+    floating torch dtype (``DTypeError``: the cache stores floating tensors;
+    ``np.float32`` or ``"float32"`` is named with its torch spelling).
     """
+    dtype = check_torch_float_dtype(dtype, "dtype")
     sizes = {"n_layers": n_layers, "batch": batch, "n_kv_heads": n_kv_heads,
              "length": length, "d_head": d_head}
     product = 2 * torch.empty((), dtype=dtype).element_size()
     for name, n in sizes.items():
-        product *= _non_negative_int(n, name)  # Python ints: no int64 overflow
+        product *= check_non_negative_int(n, name)  # Python ints: no int64 overflow
     return product
 
 
@@ -69,7 +68,11 @@ class LayerCache:
     k and v of different dtypes, or a dtype or device other than the cached
     one (``TypeError``); another batch size, head count or head width than the
     cache holds (``ValueError``); an append that would pass ``max_len``
-    (``ValueError``).
+    (``ValueError``); k or v on the meta device (``ValueError``). Values are
+    not scanned for NaN or +-inf (that would cost every decode step): the
+    attention that reads the cache refuses them by name
+    (:func:`mha.decoder.gqa_attention` checks the whole cached k and v), and
+    a model's step then rolls the cache back (:meth:`KVCache.rollback_on_error`).
     """
 
     def __init__(self, max_len: int | None = None):
@@ -101,6 +104,7 @@ class LayerCache:
             if t.ndim != 4:
                 raise ValueError(f"{name} must be (B, H_kv, T_new, dh); got shape "
                                  f"{tuple(t.shape)}.")
+            check_device(t, name)
         if k.shape != v.shape:
             raise ValueError(f"k and v must have one shape (B, H_kv, T_new, dh); got "
                              f"{tuple(k.shape)} and {tuple(v.shape)}.")
@@ -148,7 +152,8 @@ class KVCache:
     takes: the number of real (non-padding) tokens cached, which is
     :attr:`length` when nothing is padded.
 
-    Refuses what :class:`LayerCache` refuses, a layer index out of range, and
+    Refuses what :class:`LayerCache` refuses, a layer index that is not an int
+    or is out of range, and
     positions / padding that are not ``(B, T_new)`` integer / bool tensors or
     whose batch differs from the cached one.
     """
@@ -174,6 +179,8 @@ class KVCache:
         return sum(layer.nbytes for layer in self.layers)
 
     def __getitem__(self, i: int) -> LayerCache:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise DTypeError(f"a layer index must be an int; got {i!r}.")
         if not -self.n_layers <= i < self.n_layers:
             raise IndexError(f"layer {i} out of range: the cache has {self.n_layers} layers.")
         return self.layers[i]
@@ -213,6 +220,7 @@ class KVCache:
 
     def next_positions(self, batch: int, device=None):
         """``(B,)`` long: the position of each sequence's next token (0 when empty)."""
+        batch = check_non_negative_int(batch, "batch")
         if self.positions is None:
             return torch.zeros(batch, dtype=torch.long, device=device)
         if batch != self.positions.shape[0]:
@@ -231,6 +239,9 @@ class KVCache:
             raise TypeError("positions must be an integer tensor (B, T_new); got "
                             f"{getattr(positions, 'dtype', type(positions).__name__)}"
                             f"{'' if not hasattr(positions, 'shape') else tuple(positions.shape)}.")
+        if positions.dtype in (torch.uint16, torch.uint32, torch.uint64):
+            raise DTypeError(f"positions has dtype {positions.dtype}, which torch supports in "
+                             "few operations; convert it with positions.to(torch.int64).")
         if not isinstance(padding, torch.Tensor) or padding.dtype != torch.bool or \
                 padding.shape != positions.shape:
             raise TypeError(f"padding must be a bool tensor (B, T_new) = "

@@ -27,12 +27,17 @@ from . import masks
 from ._checks import (
     DTypeError,
     all_finite,
+    check_device,
     check_dropout,
     check_finite,
+    check_fits_in_memory,
     check_flag,
     check_has_keys,
     check_heads,
+    check_non_negative_int,
+    check_output_finite,
     check_scale,
+    check_torch_float_dtype,
     refuse_nonfinite_attention,
 )
 from ._mask_checks import (
@@ -69,6 +74,7 @@ def check_torch_mask(mask, shape: tuple[int, ...], name: str = "mask", device=No
                         f"got {type(mask).__name__}.")
     if mask.dtype != torch.bool:
         raise _non_bool_error(name, mask)
+    check_device(mask, name)  # a meta mask has no values to read
     mask = mask.to(device) if device is not None else mask
     try:
         fits = torch.broadcast_shapes(mask.shape, shape) == torch.Size(shape)
@@ -86,6 +92,17 @@ def check_torch_mask(mask, shape: tuple[int, ...], name: str = "mask", device=No
             index = tuple(int(i) for i in torch.nonzero(fully)[0])
             raise ValueError(fully_masked_row_message(index, f"the {name}"))
     return mask
+
+
+def _check_scores_memory(shape: tuple[int, ...], element_size: int) -> None:
+    """Refuse (``TooLargeError``) ``(B, H, Tq, Tk)`` scores larger than the machine's RAM.
+
+    The manual path holds the scores and the weights, two such tensors at once.
+    """
+    n = math.prod(shape) * element_size
+    check_fits_in_memory(
+        2 * n, f"the scores and weights (B, H, Tq, Tk) = {tuple(shape)}, {element_size} bytes "
+        "each entry,", "impl='sdpa' (fused kernels that never build them) or shorter sequences.")
 
 
 def _non_bool_error(name, mask) -> DTypeError:
@@ -136,7 +153,9 @@ class MultiHeadAttention(nn.Module):
     positive int (NumPy integers are fine; ``DTypeError``, both a ``TypeError``
     and a ``ValueError``, for a non-int), ``d_model % n_heads != 0``, a
     ``dropout`` that is not a number in ``[0, 1)``, ``bias`` or ``packed_qkv``
-    that is not True / False. Refuses at call time (message names the problem):
+    that is not True / False, a ``dtype`` that is not a floating torch dtype
+    (``DTypeError``) and a ``device`` torch does not know. Refuses at call time
+    (message names the problem):
     inputs not ``(B, T, C)``, of another dtype (``DTypeError``), or key/value
     batch or length mismatch; keys of length 0 (``Tk = 0``: the output would be
     ``out_proj.bias`` everywhere; ``Tq = 0`` is fine and gives ``(B, 0, C)``); a
@@ -144,9 +163,14 @@ class MultiHeadAttention(nn.Module):
     does not broadcast to ``(B, H, Tq, Tk)`` or is neither 2-D nor 4-D; a fully
     masked row; ``is_causal`` with ``Tq > Tk``; a ``scale`` that is not a finite
     number >= 0; ``need_weights``, ``average_attn_weights`` or ``is_causal``
-    that is not True / False (``DTypeError``); ``need_weights`` with SDPA. NaN
-    or +-inf in an input, and scores that overflow the dtype, are refused in the
-    NumPy class's words (its q, k, v are the projections). The manual path
+    that is not True / False (``DTypeError``); ``need_weights`` with SDPA; an
+    input on another device than the parameters, or on the meta device
+    (``ValueError``); with ``impl="manual"``, scores and weights larger than the
+    machine's memory (``TooLargeError``, a ``ValueError`` and a ``MemoryError``,
+    naming the size). Setting ``module.dropout`` later is checked as at
+    construction. NaN or +-inf in an input, scores that overflow the dtype, and
+    an output projection that overflows, are refused in the NumPy class's words
+    (its q, k, v are the projections). The manual path
     checks the scores before the mask, as :func:`mha.attention` does; the SDPA
     path checks only its output, so it misses an overflow that never reaches
     the output (on a blocked key, or a score overflowing to -inf beside finite
@@ -159,8 +183,15 @@ class MultiHeadAttention(nn.Module):
         d_model, n_heads = check_heads(d_model, n_heads)
         dropout = check_dropout(dropout, "dropout")
         bias, packed_qkv = check_flag(bias, "bias"), check_flag(packed_qkv, "packed_qkv")
+        dtype = None if dtype is None else check_torch_float_dtype(dtype, "dtype")
+        if device is not None:
+            try:
+                device = torch.device(device)
+            except (RuntimeError, TypeError):
+                raise ValueError(f"device must name a torch device such as 'cpu' or 'cuda'; "
+                                 f"got {device!r}.") from None
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
-        self.bias, self.dropout, self.packed_qkv = bias, float(dropout), packed_qkv
+        self.bias, self.dropout, self.packed_qkv = bias, dropout, packed_qkv
         self.impl = impl
         kw = {"bias": bias, "device": device, "dtype": dtype}
         if packed_qkv:
@@ -170,6 +201,16 @@ class MultiHeadAttention(nn.Module):
             self.k_proj = nn.Linear(d_model, d_model, **kw)
             self.v_proj = nn.Linear(d_model, d_model, **kw)
         self.out_proj = nn.Linear(d_model, d_model, **kw)
+
+    @property
+    def dropout(self) -> float:
+        """The dropout probability on the attention weights; a new value is checked as at
+        construction (a number in ``[0, 1)``)."""
+        return self._dropout
+
+    @dropout.setter
+    def dropout(self, value: float) -> None:
+        self._dropout = check_dropout(value, "dropout")
 
     @property
     def impl(self) -> str:
@@ -224,6 +265,8 @@ class MultiHeadAttention(nn.Module):
         scale = 1.0 / math.sqrt(self.d_head) if scale is None else check_scale(scale)
         is_causal = check_flag(is_causal, "is_causal")
         average_attn_weights = check_flag(average_attn_weights, "average_attn_weights")
+        if self.impl == "manual":  # before any (Tq, Tk) mask or score is allocated
+            _check_scores_memory((b, self.n_heads, t_q, t_k), query.element_size())
         # Square causal self-attention with no other mask goes to SDPA's own is_causal
         # (its fused kernels); every other causal case becomes an explicit lower-right mask.
         sdpa_causal = is_causal and mask is None and key_padding_mask is None and t_q == t_k
@@ -257,10 +300,13 @@ class MultiHeadAttention(nn.Module):
         # (B, H, Tq, dh) -> (B, Tq, H, dh) -> (B, Tq, C): after the transpose the memory is
         # no longer in (B, Tq, C) order, so reshape (which copies when needed), not view.
         merged = heads.transpose(1, 2).reshape(b, t_q, self.d_model)
+        out = self.out_proj(merged)
+        if not all_finite(out):  # finite heads, but the output projection overflowed
+            check_output_finite(out, "the output projection")
         if not need_weights:
-            return self.out_proj(merged), None
+            return out, None
         # As nn.MultiheadAttention: the mean over heads (B, Tq, Tk), or every head (B, H, Tq, Tk).
-        return self.out_proj(merged), (weights.mean(dim=1) if average_attn_weights else weights)
+        return out, (weights.mean(dim=1) if average_attn_weights else weights)
 
     def _split_heads(self, x):
         # (B, T, C) -> (B, T, H, dh) -> (B, H, T, dh). The heads sit side by side along C,
@@ -284,10 +330,12 @@ class MultiHeadAttention(nn.Module):
         if x.ndim != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"{name} must be (B, T, C={self.d_model}); "
                              f"got shape {tuple(x.shape)}.")
-        own = self.out_proj.weight.dtype
-        if x.dtype != own:
-            raise DTypeError(f"{name} has dtype {x.dtype} but the module's parameters are {own}; "
-                            f"convert one of them (e.g. x.to({own}) or module.to({x.dtype})).")
+        own = self.out_proj.weight
+        if x.dtype != own.dtype:
+            raise DTypeError(f"{name} has dtype {x.dtype} but the module's parameters are "
+                             f"{own.dtype}; convert one of them (e.g. x.to({own.dtype}) or "
+                             f"module.to({x.dtype})).")
+        check_device(x, name, own.device)
         check_finite(x, name)
         return x
 
@@ -331,7 +379,9 @@ def causal_mask_torch(t_q: int, t_k: int, device=None) -> torch.Tensor:
     Query ``i`` is position ``Tk - Tq + i`` of the keys (the KV cache's meaning, as
     :func:`mha.masks.causal_mask` with ``t_k`` and
     ``torch.nn.attention.bias.causal_lower_right``); for ``Tq == Tk`` it is the usual
-    triangle. Refuses ``Tq > Tk`` (``ValueError``: the first queries would see no key).
+    triangle. Refuses ``Tq > Tk`` (``ValueError``: the first queries would see no key)
+    and lengths that are not ints >= 0.
     """
+    t_q, t_k = check_non_negative_int(t_q, "t_q"), check_non_negative_int(t_k, "t_k")
     check_causal_lengths(t_q, t_k)
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).triu(t_k - t_q + 1)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import DTypeError, first_index
+from ._checks import DTypeError, check_fits_in_memory, first_index
 from ._mask_checks import check_causal_lengths, check_mask, mask_dtype_hint
 
 __all__ = [
@@ -60,12 +60,16 @@ def mask_from_positions(query_positions, key_positions, window: int | None = Non
     compared in int64, so ``qp - window`` never wraps around.
 
     Refuses non-integer or non-1-D positions, positions of magnitude ``2**62``
-    or more (``ValueError``; their differences would not fit int64), and a
-    window that is not an integer >= 1. It does not refuse a query that sees no
+    or more (``ValueError``; their differences would not fit int64), a
+    window that is not an integer >= 1, and a mask larger than the machine's
+    memory (``TooLargeError``, naming the size). It does not refuse a query that sees no
     key (all keys after it): :func:`mha.attention` and the outbound conversions do.
     """
     qp = np.asarray(query_positions)
     kp = np.asarray(key_positions)
+    # An empty list reads as float64; with no position there is nothing to mistake.
+    qp, kp = (p.astype(np.int64) if p.size == 0 and p.dtype == np.float64 else p
+              for p in (qp, kp))
     if qp.dtype.kind not in "iu" or kp.dtype.kind not in "iu":
         raise DTypeError(
             f"positions must be integer arrays; got {qp.dtype} (queries) and {kp.dtype} (keys)."
@@ -75,6 +79,9 @@ def mask_from_positions(query_positions, key_positions, window: int | None = Non
             f"positions must be 1-D, (Tq,) and (Tk,); got shapes {qp.shape} and {kp.shape}."
         )
     qp, kp = _positions_as_int64(qp, "query"), _positions_as_int64(kp, "key")
+    check_fits_in_memory(qp.size * kp.size, f"the mask ({qp.size}, {kp.size}) in bool would",
+                         "attention at this length needs mha.tiled.tiled_attention "
+                         "(is_causal=True, no mask) or a shorter sequence.")
     blocked = kp[None, :] > qp[:, None]  # (Tq, Tk)
     if window is not None:
         whole = isinstance(window, (int, np.integer)) or (

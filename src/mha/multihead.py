@@ -10,10 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import (
+    DTypeError,
     as_float_array,
     check_flag,
     check_has_keys,
     check_heads,
+    check_non_negative_int,
+    check_output_finite,
     check_positive_int,
 )
 from ._mask_checks import check_mask, check_mask_rank
@@ -111,21 +114,32 @@ class MultiHeadAttention:
     :class:`mha.layers.MultiHeadAttention`: ``d_model`` or ``n_heads`` that is
     not a positive int (NumPy integers are fine; ``DTypeError`` for a non-int,
     ``ValueError`` below 1), ``d_model`` not divisible by ``n_heads``, a
-    ``bias`` that is not True / False, a non-floating dtype. At call time:
+    ``bias`` that is not True / False, a dtype that is not a NumPy floating
+    dtype (``DTypeError``), a ``seed`` that is not an int >= 0. At call time:
+    weights replaced by arrays of another shape,
     inputs that are not ``(B, T, C)`` with the model's ``C``, ``x`` and
     ``context`` with different ``B``, keys of length 0 (``Tk = 0``; ``Tq = 0``
     is fine and gives ``(B, 0, C)``), a mask that is neither 2-D nor 4-D (a
     3-D mask is ambiguous: broadcasting would read ``(B, Tq, Tk)`` as
-    ``(H, Tq, Tk)``), and whatever :func:`mha.attention` refuses (bad values, a
-    bad or fully blocking mask).
+    ``(H, Tq, Tk)``), whatever :func:`mha.attention` refuses (bad values, a
+    bad or fully blocking mask, scores too large for memory), and NaN or +-inf
+    from a projection that overflowed (q, k, v in :func:`mha.attention`'s
+    words; the output projection as the torch module words it).
     """
 
     def __init__(self, d_model: int, n_heads: int, bias: bool = False, seed: int = 0,
                  dtype=np.float64):
         d_model, n_heads = check_heads(d_model, n_heads)
         bias = check_flag(bias, "bias")
-        if np.dtype(dtype).kind != "f":
-            raise TypeError(f"dtype must be a floating dtype; got {np.dtype(dtype)}.")
+        seed = check_non_negative_int(seed, "seed")  # np.random.default_rng's seeds
+        try:
+            kind = np.dtype(dtype).kind
+        except TypeError:  # a torch dtype, a misspelled name
+            kind = None
+        if kind != "f":
+            shown = np.dtype(dtype) if kind is not None else repr(dtype)
+            hint = "" if kind is not None else " (a NumPy dtype such as np.float32)"
+            raise DTypeError(f"dtype must be a floating dtype; got {shown}{hint}.")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.dtype = np.dtype(dtype)
         rng = np.random.default_rng(seed)
@@ -151,6 +165,7 @@ class MultiHeadAttention:
 
     def __call__(self, x, context=None, mask=None, *, is_causal: bool = False,
                  scale: float | None = None):
+        self._check_weights()
         x = self._check_input(x, "x")
         if context is None:
             context = x
@@ -173,7 +188,20 @@ class MultiHeadAttention:
         # (B, H, Tq, dh), (B, H, Tq, Tk)
         heads, weights = attention(q, k, v, mask=mask, scale=scale, is_causal=is_causal)
         out = self._project(merge_heads(heads), self.w_o, self.b_o)  # (B, Tq, C)
+        with np.errstate(over="ignore", invalid="ignore"):  # a sum of finite values may overflow
+            finite = np.isfinite(out.sum())  # one sum when finite, as the torch module checks
+        if not finite:
+            check_output_finite(out, "the output projection")
         return out, weights
+
+    def _check_weights(self) -> None:
+        """Refuse weights replaced by arrays of another shape (a matmul error names none)."""
+        c = self.d_model
+        for s in "qkvo":
+            w, b = getattr(self, f"w_{s}"), getattr(self, f"b_{s}")
+            if np.shape(w) != (c, c) or (b is not None and np.shape(b) != (c,)):
+                raise ValueError(f"w_{s} must be (C, C) = {(c, c)} and b_{s} (C,) or None; got "
+                                 f"{np.shape(w)} and {None if b is None else np.shape(b)}.")
 
     def _check_input(self, x, name):
         x = as_float_array(x, name)

@@ -27,6 +27,8 @@ import numbers
 
 import numpy as np
 
+from ._checks import as_array, check_fits_in_memory
+
 __all__ = ["numerical_gradient", "numerical_jacobian"]
 
 
@@ -42,10 +44,17 @@ def numerical_jacobian(f, x, eps: float = 1e-6) -> np.ndarray:
     module docstring), an ``f`` that is not callable, an ``f`` that returns a
     non-float64 result. Refuses (``ValueError``): an empty or non-finite
     ``x``, an ``eps`` that is not a positive finite number, an ``f`` whose
-    output changes shape or is not finite.
+    output changes shape or is not finite, and a Jacobian larger than the
+    machine's memory (``TooLargeError``, naming the size). Also refuses a
+    NumPy masked array or a torch tensor NumPy cannot read, as
+    :func:`mha.attention` does.
     """
     x = _check_input(f, x, eps)
     base = _evaluate(f, x.copy(), None)
+    check_fits_in_memory(8 * base.size * x.size,
+                         f"the Jacobian {base.shape + x.shape} in float64 would",
+                         "differentiate a smaller x, or a scalar loss with numerical_gradient "
+                         "(whose result has x's shape).")
     jac = np.empty(base.shape + x.shape, dtype=np.float64)
     for i in np.ndindex(x.shape):
         plus, minus = x.copy(), x.copy()
@@ -84,7 +93,7 @@ def _check_input(f, x, eps) -> np.ndarray:
         math.isfinite(eps) and eps > 0
     ):
         raise ValueError(f"eps must be a positive finite number; got {eps!r}.")
-    arr = np.asarray(x)
+    arr = as_array(x, "x")  # refuses masked arrays and tensors NumPy cannot read
     if arr.dtype != np.float64:
         reason = ""
         if arr.dtype in (np.float32, np.float16):

@@ -24,7 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import (
+    as_array,
     as_float_array,
+    check_fits_in_memory,
     check_flag,
     check_has_features,
     check_has_keys,
@@ -72,6 +74,8 @@ def softmax(logits, axis: int = -1) -> np.ndarray:
     Refuses:
       * non-real dtypes: bool (it looks like a mask), complex, object,
         strings (``DTypeError``, both a ``TypeError`` and a ``ValueError``);
+      * a NumPy masked array (its mask would be ignored) and a torch tensor
+        NumPy cannot read, e.g. bfloat16 (``DTypeError``);
       * a 0-d input, an ``axis`` out of range, an empty axis (``ValueError``);
       * integer logits that the computation dtype cannot hold exactly
         (past ``2**53`` for int64) (``ValueError``);
@@ -79,7 +83,7 @@ def softmax(logits, axis: int = -1) -> np.ndarray:
       * a row whose entries are all ``-inf``: every key of that row is
         masked, so there is no weight to share out (``ValueError``).
     """
-    values = np.asarray(logits)
+    values = as_array(logits, "logits")
     check_real_dtype(values, "logits")
     axis = _normalize_axis(axis, values.ndim, "softmax")
     if values.shape[axis] == 0:
@@ -130,12 +134,16 @@ def scores(q, k, scale: float | None = None) -> np.ndarray:
     than 2 dims, NaN or inf, integers not exactly representable, ``d_k`` that
     differs between q and k, ``d_k = 0``, ``Tk = 0``, leading dims that do not
     broadcast, a ``scale`` that is not a finite number ``>= 0``, and scores that
-    overflow the dtype (inputs too large for, say, float32).
+    overflow the dtype (inputs too large for, say, float32), and scores that
+    would need more memory than the machine has (``TooLargeError``, a
+    ``ValueError`` and a ``MemoryError``, naming the size).
     """
     q, k, _ = _check_qkv(q, k, None)
     if scale is None:
         scale = 1.0 / np.sqrt(q.shape[-1])
     s = _check_scale(scale, q.dtype)
+    check_scores_memory(np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+                        + (q.shape[-2], k.shape[-2]), q.dtype)
     with np.errstate(over="ignore", invalid="ignore"):
         out = (q @ np.swapaxes(k, -1, -2)) * s
     bad = ~np.isfinite(out)
@@ -196,6 +204,19 @@ def attention(q, k, v, mask=None, scale: float | None = None, is_causal: bool = 
         s = np.where(m, -np.inf, s)
     weights = softmax(s, axis=-1)  # (..., Tq, Tk), rows sum to 1
     return weights @ v, weights
+
+
+def check_scores_memory(shape: tuple[int, ...], dtype) -> None:
+    """Refuse (``TooLargeError``) ``(..., Tq, Tk)`` scores larger than the machine's RAM.
+
+    NumPy would try, and fail with a ``MemoryError`` (or the OS would stop the
+    process); the message names the size and the way out.
+    """
+    n = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+    check_fits_in_memory(
+        n, f"the scores {tuple(shape)} (..., Tq, Tk) in {np.dtype(dtype)} alone",
+        "mha.tiled.tiled_attention never builds them (its memory grows linearly in T); "
+        "or use shorter sequences.")
 
 
 def _check_qkv(q, k, v):

@@ -18,11 +18,30 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_positive_int
+from ._checks import (
+    DTypeError,
+    check_device,
+    check_number,
+    check_positive_int,
+    check_torch_float_dtype,
+)
 
 __all__ = ["apply_rope", "rope_angles"]
 
 _EXACT = 2**53  # float64 holds every integer of magnitude up to 2**53
+# Integer dtypes torch computes with on every device (uint16/32/64 lack max, min, ...).
+_POSITION_DTYPES = (torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8)
+
+
+def _as_positions(positions, device=None):
+    """``positions`` as a tensor; a list or NumPy array is converted, anything else refused."""
+    if isinstance(positions, torch.Tensor):
+        return positions if device is None else positions.to(device)
+    try:
+        return torch.as_tensor(positions, device=device)
+    except (TypeError, ValueError, RuntimeError):
+        raise DTypeError(f"positions must be an integer tensor (absolute positions); got "
+                         f"{positions!r}.") from None
 
 
 def rope_angles(positions, d_head: int, base: float = 10000.0, dtype=torch.float32):
@@ -41,14 +60,24 @@ def rope_angles(positions, d_head: int, base: float = 10000.0, dtype=torch.float
     Refuses a non-integer ``positions`` (``TypeError``: a float position is
     usually a mask or a length passed by mistake), a position beyond
     ``+-2**53``, a ``d_head`` that is not a positive int (NumPy integers are
-    ints) or is odd, and a ``base`` not above 1 (``ValueError``).
+    ints) or is odd, a ``base`` that is not a finite number above 1
+    (``DTypeError`` for a string, ``ValueError`` for ``inf``: pairs 1 on would
+    never rotate), a ``dtype`` that is not a floating torch dtype (an integer
+    one would round sin and cos to 0 and 1), positions of torch's unsigned
+    16/32/64-bit dtypes (few operations support them: convert to int64) and
+    positions on the meta device (``ValueError``).
     """
-    if not isinstance(positions, torch.Tensor):
-        positions = torch.as_tensor(positions)
+    positions = _as_positions(positions)
     if positions.dtype.is_floating_point or positions.dtype.is_complex or \
             positions.dtype == torch.bool:
         raise TypeError(f"positions must be an integer tensor (absolute positions); "
                         f"got {positions.dtype}.")
+    if positions.dtype not in _POSITION_DTYPES:
+        raise DTypeError(f"positions has dtype {positions.dtype}, which torch supports in few "
+                         "operations; convert it with positions.to(torch.int64).")
+    check_device(positions, "positions")
+    dtype = check_torch_float_dtype(dtype, "dtype")
+    base = check_number(base, "base", above=1)
     d_head = check_positive_int(d_head, "d_head")  # NumPy integers too
     if d_head % 2:
         raise ValueError(f"RoPE rotates pairs of channels, so d_head must be a positive even "
@@ -57,8 +86,6 @@ def rope_angles(positions, d_head: int, base: float = 10000.0, dtype=torch.float
         raise ValueError(f"positions must lie within +-2**53, where float64 (the angles' dtype) "
                          f"holds every integer; got values from {int(positions.min())} to "
                          f"{int(positions.max())}.")
-    if not base > 1:
-        raise ValueError(f"base must be above 1; got {base!r}.")
     half = d_head // 2
     inv_freq = base ** (-torch.arange(half, dtype=torch.float64) * 2 / d_head)  # (dh/2,)
     angles = positions.to(torch.float64)[..., None] * inv_freq  # (..., dh/2)
@@ -76,15 +103,20 @@ def apply_rope(x, positions, base: float = 10000.0):
 
     Refuses a non-tensor or non-floating ``x`` and ``x`` that is not 4-D
     (``TypeError`` / ``ValueError``), positions whose length is not ``T`` or
-    whose batch is not ``B``, and everything :func:`rope_angles` refuses.
+    whose batch is not ``B``, ``x`` on the meta device, and everything
+    :func:`rope_angles` refuses. NaN or +-inf in ``x`` is not looked for: a
+    rotation passes it on (to the pair it shares), and the attention that reads
+    q and k refuses it by name (:func:`mha.decoder.gqa_attention`,
+    :func:`mha.attention`); a scan here would cost every decode step a sum.
     """
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
         raise TypeError(f"apply_rope rotates a floating tensor (B, H, T, dh); got "
                         f"{getattr(x, 'dtype', type(x).__name__)}.")
     if x.ndim != 4:
         raise ValueError(f"apply_rope takes x as (B, H, T, dh); got shape {tuple(x.shape)}.")
+    check_device(x, "x")
     b, _, t, dh = x.shape
-    positions = torch.as_tensor(positions, device=x.device)
+    positions = _as_positions(positions, x.device)
     if positions.ndim == 1 and positions.shape[0] == t:
         pass
     elif positions.ndim == 2 and tuple(positions.shape) == (b, t):

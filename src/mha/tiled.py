@@ -38,6 +38,7 @@ from ._tiles import (
     BLOCK_K,
     BLOCK_Q,
     FULL,
+    MAX_TILES,
     PARTIAL,
     SKIPPED,
     _blocked,
@@ -49,6 +50,7 @@ from ._tiles import (
 from .backward import _unbroadcast
 
 __all__ = [
+    "MAX_TILES",
     "SKIPPED",
     "FULL",
     "PARTIAL",
@@ -82,7 +84,8 @@ class TiledGrads(NamedTuple):
 
 
 def tiled_attention(q, k, v, mask=None, *, is_causal: bool = False, scale: float | None = None,
-                    block_q: int = BLOCK_Q, block_k: int = BLOCK_K) -> TiledOutput:
+                    block_q: int = BLOCK_Q, block_k: int = BLOCK_K,
+                    max_tiles: int = MAX_TILES) -> TiledOutput:
     """Attention ``softmax(q k^T * scale) v`` tile by tile, never building ``(Tq, Tk)``.
 
     Shapes: ``q (..., Tq, d_k)``, ``k (..., Tk, d_k)``, ``v (..., Tk, dv)``, the
@@ -98,11 +101,11 @@ def tiled_attention(q, k, v, mask=None, *, is_causal: bool = False, scale: float
     Refuses what :func:`mha.attention` refuses, with the same words (among them
     ``is_causal`` with ``Tq > Tk`` or not a bool, a query that ``mask`` and
     ``is_causal`` together leave without a key, and a score that overflows even
-    where it is blocked, in a tile that is skipped), and a tile side that is not
-    an integer >= 1.
+    where it is blocked, in a tile that is skipped), a tile side that is not
+    an integer >= 1, and more than ``max_tiles`` tiles (:func:`tile_plan`).
     """
     q, k, v, lead, tq, tk, scale, mask, block_q, block_k, is_causal, plan = _prepare(
-        q, k, v, mask, is_causal, scale, block_q, block_k)
+        q, k, v, mask, is_causal, scale, block_q, block_k, max_tiles)
     offset = tk - tq
     out = np.empty(lead + (tq, v.shape[-1]), dtype=q.dtype)
     lse = np.empty(lead + (tq,), dtype=q.dtype)
@@ -139,7 +142,7 @@ def tiled_attention(q, k, v, mask=None, *, is_causal: bool = False, scale: float
 
 def tiled_attention_backward(q, k, v, out, lse, d_out, mask=None, *, is_causal: bool = False,
                              scale: float | None = None, block_q: int = BLOCK_Q,
-                             block_k: int = BLOCK_K) -> TiledGrads:
+                             block_k: int = BLOCK_K, max_tiles: int = MAX_TILES) -> TiledGrads:
     """Backward of :func:`tiled_attention` by recomputation, tile by tile.
 
     Keeps from the forward only ``out (..., Tq, dv)`` and ``lse (..., Tq)``.
@@ -158,10 +161,13 @@ def tiled_attention_backward(q, k, v, out, lse, d_out, mask=None, *, is_causal: 
     Dtype rule: as the forward; ``out``, ``lse`` and ``d_out`` are cast to it.
     Refuses what the forward refuses, and ``out``, ``lse`` or ``d_out`` that
     are not real and finite or whose shapes are not ``(..., Tq, dv)`` and
-    ``(..., Tq)``.
+    ``(..., Tq)``. A query that ``mask`` and ``is_causal`` together leave
+    without a key is refused in the forward's words, before any gradient.
     """
     q, k, v, lead, tq, tk, scale, mask, block_q, block_k, is_causal, plan = _prepare(
-        q, k, v, mask, is_causal, scale, block_q, block_k)
+        q, k, v, mask, is_causal, scale, block_q, block_k, max_tiles)
+    if is_causal and mask is not None:  # rows not checked by _prepare: look tile by tile
+        _refuse_keyless_rows(lead, tq, tk, block_q, block_k, mask, plan)
     out_shape = lead + (tq, v.shape[-1])
     arrays = {}
     for name, x, shape in (("out", out, out_shape), ("lse", lse, lead + (tq,)),
@@ -201,6 +207,24 @@ def tiled_attention_backward(q, k, v, out, lse, d_out, mask=None, *, is_causal: 
                         for grad, x in ((dq, q), (dk, k), (dv, v))))
 
 
+def _refuse_keyless_rows(lead, tq, tk, block_q, block_k, mask, plan) -> None:
+    """Refuse a query that ``mask`` and the causal mask leave without a key, as the forward.
+
+    Walks the computed tiles' masks only (no score, no ``(Tq, Tk)`` array): a row has
+    a key when some computed tile leaves one of its entries open.
+    """
+    has_key = np.zeros(lead + (tq,), dtype=bool)
+    for a, i0 in enumerate(_starts(tq, block_q)):
+        i1 = min(i0 + block_q, tq)
+        for b, j0 in enumerate(_starts(tk, block_k)):
+            if plan[a, b] != SKIPPED:
+                blocked = _blocked(i0, i1, j0, min(j0 + block_k, tk), tk - tq, True, mask)
+                has_key[..., i0:i1] |= ~np.all(blocked, axis=-1)
+    if not np.all(has_key):
+        raise ValueError(fully_masked_row_message(first_index(~has_key),
+                                                  "the mask combined with is_causal"))
+
+
 def peak_traced_bytes(fn, *args, **kwargs) -> int:
     """Peak bytes allocated while ``fn(*args, **kwargs)`` runs, its result included.
 
@@ -208,6 +232,9 @@ def peak_traced_bytes(fn, *args, **kwargs) -> int:
     Python objects) but not torch's allocations. Memory held before the call
     (the inputs) does not count: this is the call's *extra* memory.
     """
+    if not callable(fn):
+        raise TypeError(f"peak_traced_bytes runs fn(*args, **kwargs): pass the function, not "
+                        f"its result; got {type(fn).__name__}.")
     if tracemalloc.is_tracing():
         raise RuntimeError("peak_traced_bytes needs tracemalloc stopped; it starts its own trace.")
     tracemalloc.start()

@@ -28,11 +28,13 @@ from . import masks
 from ._checks import (
     DTypeError,
     all_finite,
+    check_device,
     check_dropout,
     check_finite,
     check_flag,
     check_has_features,
     check_has_keys,
+    check_positive_int,
     check_scale,
     refuse_nonfinite_attention,
 )
@@ -58,7 +60,7 @@ def to_nn_multihead(module: MultiHeadAttention) -> nn.MultiheadAttention:
     """
     if not isinstance(module, MultiHeadAttention):
         raise TypeError(f"to_nn_multihead takes mha.layers.MultiHeadAttention; got "
-                        f"{type(module).__name__}.")
+                        f"{_class_name(module)}.")
     ref = module.out_proj.weight
     target = nn.MultiheadAttention(module.d_model, module.n_heads, dropout=module.dropout,
                                    bias=module.bias, batch_first=True, device=ref.device,
@@ -88,7 +90,7 @@ def from_nn_multihead(source: nn.MultiheadAttention, packed_qkv: bool = False,
     """
     if not isinstance(source, nn.MultiheadAttention):
         raise TypeError(f"from_nn_multihead takes nn.MultiheadAttention; got "
-                        f"{type(source).__name__}.")
+                        f"{_class_name(source)}.")
     c = source.embed_dim
     if source.kdim != c or source.vdim != c:
         raise ValueError(f"nn.MultiheadAttention has kdim={source.kdim}, vdim={source.vdim} "
@@ -132,10 +134,11 @@ def to_numpy(module: MultiHeadAttention, ignore_dropout: bool = False) -> NumpyM
     """
     if not isinstance(module, MultiHeadAttention):
         raise TypeError(f"to_numpy takes mha.layers.MultiHeadAttention; got "
-                        f"{type(module).__name__}.")
+                        f"{_class_name(module)}.")
     dtype = module.out_proj.weight.dtype
     if dtype not in _TORCH_TO_NP:
         raise TypeError(f"to_numpy copies float32 or float64 parameters; got {dtype}.")
+    ignore_dropout = check_flag(ignore_dropout, "ignore_dropout")
     if module.dropout > 0 and not ignore_dropout:
         raise ValueError(f"the module has dropout={module.dropout} but the NumPy class has no "
                          "dropout; they agree only in eval(). Pass ignore_dropout=True to "
@@ -161,7 +164,7 @@ def from_numpy(source: NumpyMultiHeadAttention, packed_qkv: bool = False,
     """
     if not isinstance(source, NumpyMultiHeadAttention):
         raise TypeError(f"from_numpy takes the NumPy mha.MultiHeadAttention; got "
-                        f"{type(source).__name__}.")
+                        f"{_class_name(source)}.")
     dtype = np.dtype(source.dtype)
     if dtype not in _NP_TO_TORCH:
         raise TypeError(f"from_numpy copies float32 or float64 weights; got {dtype}.")
@@ -204,10 +207,14 @@ def to_nn_multihead_masks(mask, n_heads: int, batch_size: int | None = None,
 
     ``batch_size`` / ``tgt_len`` expand axes of size 1 that ``nn.MultiheadAttention``
     will not broadcast. Returns bool tensors. Refuses a non-bool mask
-    (``DTypeError``, a ``TypeError``), other ranks or a head axis that is neither 1 nor ``n_heads``,
+    (``DTypeError``, a ``TypeError``), ``n_heads``, ``batch_size`` or ``tgt_len``
+    that is not a positive int, other ranks or a head axis that is neither 1 nor ``n_heads``,
     axes that cannot expand, and fully masked rows (``ValueError``:
     ``nn.MultiheadAttention`` would return NaN for them).
     """
+    n_heads = check_positive_int(n_heads, "n_heads")
+    batch_size = None if batch_size is None else check_positive_int(batch_size, "batch_size")
+    tgt_len = None if tgt_len is None else check_positive_int(tgt_len, "tgt_len")
     m = check_torch_mask(mask, tuple(np.shape(mask)), "mask")
     if m.ndim == 2:
         t_q = tgt_len or m.shape[0]
@@ -312,6 +319,7 @@ def _check_qkv(q, k, v) -> torch.Size:
             # A tensor of the wrong dtype is a DTypeError (a TypeError, as before, too).
             error = DTypeError if isinstance(t, torch.Tensor) and t.ndim >= 2 else TypeError
             raise error(f"{name} must be a floating tensor (..., T, d); got {_describe(t)}.")
+        check_device(t, name, q.device)
         check_finite(t, name)
     if not q.dtype == k.dtype == v.dtype:
         raise DTypeError(f"q, k, v must share one dtype; got {q.dtype}, {k.dtype}, {v.dtype}.")
@@ -333,3 +341,8 @@ def _describe(t) -> str:
     if isinstance(t, torch.Tensor):
         return f"{t.dtype} tensor of shape {tuple(t.shape)}"
     return type(t).__name__
+
+
+def _class_name(obj) -> str:
+    """``mha.multihead.MultiHeadAttention``: the NumPy class and the torch module share a name."""
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
