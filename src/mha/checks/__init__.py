@@ -23,10 +23,11 @@ from __future__ import annotations
 import importlib
 import sys
 
-from . import _core, basics, debugging, later, masks_grads, memory, pytorch
+from . import _core, _tasks, basics, debugging, grading, later, masks_grads, memory, pytorch
 
 if getattr(sys.modules[__name__], "_loaded_once", False):  # a reload: refresh the submodules
-    for _module in (_core, basics, masks_grads, later, memory, pytorch, debugging):
+    for _module in (_core, _tasks, basics, masks_grads, later, memory, pytorch, debugging,
+                    grading):
         importlib.reload(_module)
 _loaded_once = True
 
