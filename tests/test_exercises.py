@@ -85,6 +85,9 @@ def test_a_passing_graded_cell_prints_one_correct_line_per_check(name):
     for cell in grade_cells(nb):
         text = "".join(o.get("text", "") for o in cell.outputs if o["output_type"] == "stream")
         assert text and all("correct" in line for line in text.splitlines()), text
+        assert len(text.splitlines()) == 1, text
+        echoed = [o for o in cell.outputs if o["output_type"] == "execute_result"]
+        assert not echoed, echoed  # the check's returned line is not shown a second time
 
 
 @pytest.fixture(scope="module")
