@@ -265,6 +265,51 @@ def _static_flags(nb) -> list[str]:
     return flags
 
 
+def forbidden_mentions(source: str, names: set) -> list[str]:
+    """Where ``source`` names a function a task forbids (``mha.attention``, ``from mha import
+    softmax``), even outside the answer function, where the profile hook does not look."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in MODULE_ALIASES:
+                found.append(f"names {ast.unparse(node)} (line {node.lineno})")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
+                "mha", "scipy", "torch"):
+            found += [f"imports {a.name} from {node.module} (line {node.lineno})"
+                      for a in node.names if a.name in names]
+    return found
+
+
+def _rule_flags(nb) -> list[str]:
+    """Answer code that names a function one of the notebook's tasks forbids."""
+    names = set()
+    for cell in nb.cells:
+        match = HIDDEN_CALL.search(cell.source) if utils.is_grade(cell) else None
+        if match and match.group(1) == "record":
+            try:
+                task = mha_grading.task_for(match.group(2), match.group(4))
+            except Exception:
+                continue
+            names |= {name for rule in task.rules if rule.min_size is None
+                      for _, name in rule.calls}
+    flags = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or utils.is_locked(cell) or not names:
+            continue
+        found = forbidden_mentions(cell.source, names)
+        if found:
+            where = cell.metadata.get("nbgrader", {}).get("grade_id") or f"an added cell ({index})"
+            flags.append(f"{where}: " + "; ".join(found) + ", which a task forbids")
+    return flags
+
+
 def _records(cell) -> list:
     return [o["data"][MIME] for o in cell.get("outputs", [])
             if o.get("output_type") in ("display_data", "execute_result")
@@ -277,7 +322,7 @@ class GradeOutsideKernel(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         flags = _flags(nb)
-        flags += _static_flags(nb)
+        flags += _static_flags(nb) + _rule_flags(nb)
         for index, cell in enumerate(nb.cells):
             stopped = cell.metadata.get("mha_stopped")
             if stopped and not utils.is_grade(cell):

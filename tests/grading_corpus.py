@@ -132,7 +132,7 @@ from mha import softmax as ready_made
 def softmax(logits):
     return ready_made(np.asarray(logits, dtype=float))
 '''}, {"test_softmax_values": "do not call", "test_softmax_stable": "do not call",
-       "test_softmax_masked": "do not call"}),
+       "test_softmax_masked": "do not call"}, flagged=True),
     Sub("softmax_raises", E2, {"softmax": '''
 def softmax(logits):
     raise ValueError("not finished")
@@ -239,7 +239,7 @@ def to_sdpa(mask):
     return mha.masks.to_sdpa(mask)
 '''}, {"test_causal": "do not call mha.causal_mask", "test_masked_attention": "do not call mha.attention",
        "test_masked_attention_broadcast": "do not call mha.attention",
-       "test_to_sdpa": "do not call mha.masks.to_sdpa"}),
+       "test_to_sdpa": "do not call mha.masks.to_sdpa"}, flagged=True),
     Sub("kqt_masked", E4, {"masked_attention": '''
 def masked_attention(q, k, v, mask):
     s = np.where(mask, -np.inf, k @ np.swapaxes(q, -1, -2) / np.sqrt(q.shape[-1]))
@@ -298,7 +298,7 @@ def attention_grads(q, k, v, d_out):
 def attention_grads(q, k, v, d_out):
     g = mha.attention_backward(q, k, v, d_out)
     return g.dq, g.dk, g.dv
-'''}, {"test_attention_grads_dv": "do not call", "test_attention_grads_dq_dk": "do not call"}),
+'''}, {"test_attention_grads_dv": "do not call", "test_attention_grads_dq_dk": "do not call"}, flagged=True),
     Sub("da_transposed", E5, {"attention_grads": '''
 def attention_grads(q, k, v, d_out):
     scale = 1.0 / np.sqrt(q.shape[-1])
@@ -340,7 +340,7 @@ while True:
     Sub("calls_split_heads", E6, {"split": '''
 def split(x, n_heads):
     return mha.split_heads(x, n_heads)
-'''}, {"test_split": "do not call mha.split_heads"}),
+'''}, {"test_split": "do not call mha.split_heads"}, flagged=True),
     # -- ex07 ---------------------------------------------------------------------------------
     Sub("keeps_with_p", E7, {"dropout_attention": '''
 import torch
@@ -421,7 +421,7 @@ def cache_mask(n_cached, n_new):
 from mha.masks import mask_from_positions
 def cache_mask(n_cached, n_new):
     return mask_from_positions(np.arange(n_cached, n_cached + n_new), np.arange(n_cached + n_new))
-'''}, {"test_cache_mask": "do not call mha.masks.mask_from_positions"}),
+'''}, {"test_cache_mask": "do not call mha.masks.mask_from_positions"}, flagged=True),
     # -- ex09 ---------------------------------------------------------------------------------
     Sub("in_place_online", E9, {"online_softmax": '''
 def online_softmax(s, v, block):

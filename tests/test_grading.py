@@ -208,3 +208,32 @@ def test_the_scan_flags_no_solution_of_any_set():
 def test_released_source_drops_exactly_the_hidden_lines():
     source = "# 1 point\n### BEGIN HIDDEN TESTS\nsecret()\n### END HIDDEN TESTS\nvisible()"
     assert mha_grading.released_source(source) == "# 1 point\nvisible()"
+
+
+def test_naming_a_forbidden_function_anywhere_in_an_answer_is_flagged():
+    found = mha_grading.forbidden_mentions(
+        "from mha import softmax as s\nTABLE = mha.reference.softmax(x)", {"softmax"})
+    assert found == ["imports softmax from mha (line 1)",
+                     "names mha.reference.softmax (line 2)"]
+
+
+def test_no_solution_names_a_function_its_set_forbids():
+    import nbformat
+
+    for path in sorted((ROOT / "course" / "source").glob("*/*.ipynb")):
+        nb = nbformat.read(path, 4)
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("solution"):
+                cell.metadata["nbgrader"]["locked"] = False
+        assert mha_grading._rule_flags(nb) == [], path.name
+
+
+def test_an_output_of_a_tensor_subclass_is_not_read_through_its_methods():
+    torch = pytest.importorskip("torch")
+
+    class Liar(torch.Tensor):
+        def numpy(self):
+            return np.zeros(2)
+
+    back = grading.decode(grading.encode(torch.ones(2).as_subclass(Liar)))
+    assert isinstance(back, grading.Opaque)

@@ -78,21 +78,29 @@ def task_for(name: str, behaviour: str | None) -> Task:
 # -- values as JSON ----------------------------------------------------------------------------
 
 def encode(x, depth: int = 0):
-    """A JSON-able description of an answer's output (arrays as raw bytes, exactly)."""
+    """A JSON-able description of an answer's output (arrays as raw bytes, exactly).
+
+    Only plain types are read; no method of the output's own class runs (a tensor subclass
+    whose ``numpy()`` lies, a tuple subclass whose ``__iter__`` does): anything else is
+    recorded by its type name and fails the comparison."""
     if depth > 4:
-        return {"repr": _repr(x)[:200], "type": _type(x).__name__}
-    module = _type(x).__module__ or ""
-    if module.startswith("torch") and hasattr(x, "detach"):
-        t = x.detach().cpu()
+        return _opaque(x)
+    kind = _type(x)
+    if kind.__module__ == "torch" and kind.__name__ in ("Tensor", "Parameter"):
+        import torch
+
+        t = torch.Tensor.cpu(torch.Tensor.detach(x))
         if _str(t.dtype) == "torch.bfloat16":
-            t = t.float()
-        return encode(t.numpy(), depth + 1)
-    if x is None or _type(x) in (bool, int, str):
+            t = torch.Tensor.float(t)
+        return encode(torch.Tensor.numpy(t), depth + 1)
+    if x is None or kind in (bool, int, str):
         return x
-    if _type(x) is float:
+    if kind is float:
         return {"float": _repr(x)}
-    if _type(x) in (tuple, list):
-        return {_type(x).__name__: [encode(i, depth + 1) for i in x]}
+    if _isinstance(x, tuple):
+        return {"tuple": [encode(i, depth + 1) for i in tuple.__iter__(x)]}
+    if _isinstance(x, list):
+        return {"list": [encode(i, depth + 1) for i in list.__iter__(x)]}
     if _isinstance(x, (np.ndarray, np.generic)):
         arr = _asarray(x)
         if arr.dtype.kind in "biufc":
@@ -100,7 +108,11 @@ def encode(x, depth: int = 0):
             return {"array": arr.dtype.str, "shape": list(arr.shape),
                     "scalar": _isinstance(x, np.generic),
                     "b64": _b64encode(data.tobytes()).decode("ascii")}
-    return {"repr": _repr(x)[:200], "type": _type(x).__name__}
+    return _opaque(x)
+
+
+def _opaque(x) -> dict:
+    return {"repr": f"an object of type {_type(x).__name__}", "type": _type(x).__name__}
 
 
 class Opaque:
@@ -110,7 +122,7 @@ class Opaque:
         self.text, self.type_name = text, type_name
 
     def __repr__(self) -> str:
-        return f"{self.text} (a {self.type_name})"
+        return self.text
 
 
 def decode(x):
