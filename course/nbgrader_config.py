@@ -62,6 +62,9 @@ c.Autograde.create_student = True
 # `import torch` in set 07, which took 8 s on a busy 2-core machine.
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
+# After the interrupt, how long a cell may take to stop before grading restarts Python
+# (mha_grading.RobustExecute); nbclient's default, 4 s, is short on a busy machine.
+c.Execute.iopub_timeout = 15
 
 # Grading runs outside the student's kernel (mha_grading.py, docs/TEACHING.md): the hidden line
 # of a test cell only records what the answer returned; GradeOutsideKernel judges the records
