@@ -265,7 +265,7 @@ def softmax_grad(p, g):
         for i in range(p.shape[1]):
             out[r, i] = p[r, i] * (1 - p[r, i]) * g[r, i]
     return out.reshape(shape)
-'''}, {"test_softmax_grad": "diagonal"}),
+'''}, {"test_softmax_grad": "diagonal", "test_attention_grads_dq_dk": "diagonal"}),
     Sub("builds_jacobian", E5, {"softmax_grad": '''
 def softmax_grad(p, g):
     jac = np.einsum("...i,ij->...ij", p, np.eye(p.shape[-1])) - p[..., :, None] * p[..., None, :]

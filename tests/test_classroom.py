@@ -287,7 +287,7 @@ def test_feedback_html_shows_no_hidden_test_source(classroom):
         assert not leaked, f"{student}/{assignment} feedback shows hidden lines: {leaked[:3]}"
 
 
-def test_a_failed_hidden_test_says_so_in_the_feedback(classroom):
+def test_a_failed_test_cell_names_the_mistake_in_the_feedback(classroom):
     path = classroom["course"] / "feedback" / "mask_after_softmax" / M / f"{M}.html"
     assert "mask applied after softmax" in path.read_text()
 

@@ -187,7 +187,9 @@ def consistent(got, predicted, atol: float) -> bool:
     if predicted is _BROKEN:
         return False
     if _broken(got) or _broken(predicted):
-        return _broken(got) and _broken(predicted)
+        # both hold NaN / +inf: the same entries must be broken, the others close (two
+        # different mistakes that each give a NaN somewhere are not the same mistake)
+        return _broken(got) and _broken(predicted) and same(got, predicted, atol)
     return same(got, predicted, atol)
 
 
