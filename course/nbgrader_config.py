@@ -20,11 +20,32 @@ or pass --CourseDirectory.db_url=... on the command line.
 import os
 import sys
 
-from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-from nbgrader.preprocessors import ClearHiddenTests, GetGrades
+from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbgrader.preprocessors import (
+    AssignLatePenalties,
+    CheckCellMetadata,
+    ClearHiddenTests,
+    ClearOutput,
+    DeduplicateIds,
+    GetGrades,
+    IgnorePattern,
+    LimitOutput,
+    OverwriteCells,
+    OverwriteKernelspec,
+    SaveAutoGrades,
+)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)  # so that `lms_collectors` (the zip_collect plugins) imports
+sys.path.insert(0, HERE)  # so that `lms_collectors` and `mha_grading` import
+
+from mha_grading import (  # noqa: E402  (this course's grading plugins, see their docstring)
+    GradeOutsideKernel,
+    RestoreHiddenTests,
+    ReviewCsvExport,
+    RobustExecute,
+    SaveGradingFlags,
+    ScrubHiddenSource,
+)
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
 
@@ -41,9 +62,28 @@ c.Autograde.create_student = True
 # `import torch` in set 07, which took 8 s on a busy 2-core machine.
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
+# After the interrupt, how long a cell may take to stop before grading restarts Python
+# (mha_grading.RobustExecute); nbclient's default, 4 s, is short on a busy machine.
+c.Execute.iopub_timeout = 15
 
-# Keep hidden tests hidden in the feedback HTML too (by default nbgrader shows their source).
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, CSSHTMLHeaderPreprocessor]
+# Grading runs outside the student's kernel (mha_grading.py, docs/TEACHING.md): the hidden line
+# of a test cell only records what the answer returned; GradeOutsideKernel judges the records
+# in this process and writes the verdict as the cell's output. RestoreHiddenTests puts the
+# hidden lines back before nbgrader's OverwriteCells (no "checksum has changed" warning for an
+# untouched cell); RobustExecute never drops a submission whose cell hangs or kills Python.
+c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec,
+                                      RestoreHiddenTests, OverwriteCells, CheckCellMetadata]
+c.Autograde.autograde_preprocessors = [RobustExecute, GradeOutsideKernel, IgnorePattern,
+                                       ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,
+                                       SaveGradingFlags, AssignLatePenalties, CheckCellMetadata]
+
+# Keep hidden tests hidden in the feedback HTML too (by default nbgrader shows their source),
+# and remove any hidden line a cell printed.
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ScrubHiddenSource,
+                                    CSSHTMLHeaderPreprocessor]
+
+# The export CSV gets a needs_review column (the reasons grading flagged a submission).
+c.ExportApp.plugin_class = ReviewCsvExport
 
 # The solution and hidden-test markers used in source/ (nbgrader's defaults, stated here).
 c.ClearSolutions.begin_solution_delimeter = "BEGIN SOLUTION"

@@ -185,7 +185,7 @@ def classroom(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("classroom")
     course, exercises, submitted = tmp / "course", tmp / "exercises", tmp / "submissions"
     shutil.copytree(ROOT / "course" / "source", course / "source")
-    for name in ("nbgrader_config.py", "lms_collectors.py"):
+    for name in ("nbgrader_config.py", "lms_collectors.py", "mha_grading.py"):
         shutil.copy(ROOT / "course" / name, course / name)
     with open(course / "nbgrader_config.py", "a") as f:
         f.write(f"\nc.Execute.timeout = {CELL_TIMEOUT}\n")
@@ -287,7 +287,7 @@ def test_feedback_html_shows_no_hidden_test_source(classroom):
         assert not leaked, f"{student}/{assignment} feedback shows hidden lines: {leaked[:3]}"
 
 
-def test_a_failed_hidden_test_says_so_in_the_feedback(classroom):
+def test_a_failed_test_cell_names_the_mistake_in_the_feedback(classroom):
     path = classroom["course"] / "feedback" / "mask_after_softmax" / M / f"{M}.html"
     assert "mask applied after softmax" in path.read_text()
 
@@ -304,7 +304,7 @@ def released_course(tmp: Path) -> Path:
     """A course copy whose release/ holds ex04 (zip_collect checks notebook names against it)."""
     course = tmp / "course"
     shutil.copytree(ROOT / "course" / "source", course / "source")
-    for name in ("nbgrader_config.py", "lms_collectors.py"):
+    for name in ("nbgrader_config.py", "lms_collectors.py", "mha_grading.py"):
         shutil.copy(ROOT / "course" / name, course / name)
     (course / "release" / M).mkdir(parents=True)
     shutil.copy(ROOT / "notebooks" / "exercises" / f"{M}.ipynb", course / "release" / M)

@@ -85,6 +85,9 @@ def test_a_passing_graded_cell_prints_one_correct_line_per_check(name):
     for cell in grade_cells(nb):
         text = "".join(o.get("text", "") for o in cell.outputs if o["output_type"] == "stream")
         assert text and all("correct" in line for line in text.splitlines()), text
+        assert len(text.splitlines()) == 1, text
+        echoed = [o for o in cell.outputs if o["output_type"] == "execute_result"]
+        assert not echoed, echoed  # the check's returned line is not shown a second time
 
 
 @pytest.fixture(scope="module")
@@ -186,91 +189,99 @@ def test_strict_nbval_over_notebooks_does_not_collect_the_exercises(tmp_path):
     assert "exercises" not in proc.stdout
 
 
-# -- the hidden tests alone reject every known mistake ------------------------------------------
+# -- grading judges records, whatever the kernel's checks became -----------------------------
 
+HIDDEN = re.compile(
+    r'_grading\.(record|record_answer)\("([\w.]+)", (\w+)(?:, behaviour="(\w+)")?\)')
 VISIBLE = re.compile(r'^checks\.(check_\w+)\((?:"([\w.]+)", )?(\w+)(?:, behaviour="(\w+)")?\)$',
                      re.M)
 
 
 def graded_cell_table():
-    """(set, grade_id, check name, prediction key, answer name, behaviour, cell source)."""
+    """(set, grade_id, check, record kind, task, behaviour) of every graded cell."""
     rows = []
     for path in SOURCES:
         for cell in grade_cells(json.loads(path.read_text())):
             source = "".join(cell["source"])
-            check, key, name, behaviour = VISIBLE.search(source).groups()
-            rows.append((path.stem, nbgrader_meta(cell)["grade_id"], check, key, name,
-                         behaviour, source))
+            kind, task, _, behaviour = HIDDEN.search(source).groups()
+            check = VISIBLE.search(source).group(1)
+            rows.append((path.stem, nbgrader_meta(cell)["grade_id"], check, kind, task, behaviour))
     return rows
 
 
-class NoOpChecks:
-    """What an answer cell that replaced every check with a no-op leaves behind."""
+def test_every_graded_cell_records_the_task_its_visible_check_checks():
+    from mha.checks import grading
 
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: None
-
-
-def run_graded_cell_with_no_op_checks(source, name, answer, monkeypatch):
-    import importlib
-
-    import numpy as np
-
-    import mha
-
-    monkeypatch.setattr(importlib, "reload", lambda module: module)
-    namespace = {"np": np, "mha": mha, "checks": NoOpChecks(), name: answer}
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the mistakes overflow on purpose
-        exec(compile(source, "<graded cell>", "exec"), namespace)
+    for _, grade_id, check, kind, task, behaviour in graded_cell_table():
+        if kind == "record_answer":
+            assert check == "check_answer", grade_id
+        else:
+            assert task in grading.tasks(), grade_id
+            assert grading.task_for(task, behaviour).cases_for(behaviour, include_hidden=True)
 
 
-def rejecting_cells(check_name, answer, behaviour_of_mistake):
-    """The graded cells whose own check rejects ``answer``."""
+def recorded_verdict(kind, task, behaviour, answer, monkeypatch) -> str:
+    """What the grader says about ``answer``, recorded as the hidden line records it, after
+    an answer cell replaced every check with a no-op (the grader does not use them)."""
     from mha import checks
+    from mha.checks import grading
 
-    for row in graded_cell_table():
-        _, grade_id, check, key, name, behaviour, source = row
-        if check != check_name:
-            continue
-        try:
-            getattr(checks, check)(answer, behaviour=behaviour)
-        except AssertionError:
-            yield grade_id, name, source
-
-
-def passes_with_no_op_checks(source, name, answer, monkeypatch) -> bool:
+    records = []
+    monkeypatch.setattr(grading, "_emit", lambda r: records.append(json.loads(json.dumps(r))))
+    for name in dir(checks):
+        if name.startswith("check"):
+            monkeypatch.setattr(checks, name, lambda *args, **kwargs: None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if kind == "record_answer":
+            grading.record_answer(task, answer)
+        else:
+            grading.record(task, answer, behaviour)
+    monkeypatch.undo()
     try:
-        run_graded_cell_with_no_op_checks(source, name, answer, monkeypatch)
+        if kind == "record_answer":
+            return "passed: " + grading.judge_answer(task, records)
+        return "passed: " + grading.judge_records(task, behaviour, records)
     except AssertionError as err:
-        assert "a hidden test failed" in str(err), err
-        return False
-    return True
+        return str(err)
 
 
-def test_every_known_mistake_is_rejected_by_the_hidden_tests_alone(monkeypatch, capsys):
-    """An answer cell that disables the checks cannot turn a known mistake into points."""
+def test_every_known_mistake_fails_its_graded_cells_with_its_name(monkeypatch, capsys):
+    """The grader's verdict on recorded outputs names each mistake, as the visible check
+    does, on every graded cell whose visible check rejects it."""
     from test_checks import MISTAKES
 
+    from mha import checks
+
     checked, gaps = 0, []
-    for mistake, (check, answer, _, _) in sorted(MISTAKES.items()):
-        for grade_id, name, source in rejecting_cells(check.__name__, answer, None):
-            if passes_with_no_op_checks(source, name, answer, monkeypatch):
-                gaps.append(f"{grade_id}: {mistake}")
+    for mistake, (check, answer, words, _) in sorted(MISTAKES.items()):
+        for _, grade_id, name, kind, task, behaviour in graded_cell_table():
+            if name != check.__name__:
+                continue
+            try:
+                getattr(checks, name)(answer, behaviour=behaviour)
+                continue  # this cell's behaviour does not show the mistake
+            except AssertionError as err:
+                visible = str(err)
+            verdict = recorded_verdict(kind, task, behaviour, answer, monkeypatch)
+            expected = words if words in visible else visible.splitlines()[0]
+            if verdict.startswith("passed") or expected not in verdict:
+                gaps.append(f"{grade_id}: {mistake}: {verdict}")
             checked += 1
     assert not gaps, gaps
     assert checked >= 30
 
 
-def test_every_known_wrong_prediction_is_rejected_by_the_hidden_tests_alone(monkeypatch):
+def test_every_known_wrong_prediction_fails_its_graded_cell(monkeypatch):
     from mha import checks
 
     checked, gaps = 0, []
-    for _, grade_id, check, key, name, _, source in graded_cell_table():
-        if check != "check_answer":
+    for _, grade_id, _, kind, key, _ in graded_cell_table():
+        if kind != "record_answer":
             continue
         for value in [value for value, _ in checks.PREDICTIONS[key].known_wrong] + [None]:
-            if passes_with_no_op_checks(source, name, value, monkeypatch):
+            verdict = recorded_verdict(kind, key, None, value, monkeypatch)
+            if verdict.startswith("passed"):
                 gaps.append(f"{grade_id}: {value!r}")
             checked += 1
     assert not gaps, gaps

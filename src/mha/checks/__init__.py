@@ -10,12 +10,15 @@ first case that differs (input, expected, got); an answer that still raises
 the same for a predicted value, by key (``"ex03.weights_dk64"``).
 
 In IPython (a notebook) a failed check, or any failed ``assert`` once this
-module is imported, shows its message only, without a traceback: a learner
-reads the sentence, and a graded cell's hidden lines never appear in feedback.
+module is imported, shows its message only, without a traceback. A passing check's
+line is printed once (the returned :class:`~mha.checks._core.Passed` string is not
+echoed again as ``Out``).
 
-``importlib.reload(mha.checks)`` re-executes every submodule too, so a graded
-cell gets fresh copies even after an answer cell replaced these functions.
-Nothing in the package imports this module.
+Grading does not trust these functions in the learner's kernel: under ``nbgrader
+autograde`` they do nothing, and the hidden line of each test cell records the
+answer's outputs (:mod:`mha.checks.grading`) for the grader to judge in its own
+process (``course/mha_grading.py``, docs/TEACHING.md). ``importlib.reload(mha.checks)``
+re-executes every submodule too. Nothing in the package imports this module.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ from __future__ import annotations
 import importlib
 import sys
 
-from . import _core, basics, debugging, later, masks_grads, memory, pytorch
+from . import _core, _tasks, basics, debugging, grading, later, masks_grads, memory, pytorch
 
 if getattr(sys.modules[__name__], "_loaded_once", False):  # a reload: refresh the submodules
-    for _module in (_core, basics, masks_grads, later, memory, pytorch, debugging):
+    for _module in (_core, _tasks, basics, masks_grads, later, memory, pytorch, debugging,
+                    grading):
         importlib.reload(_module)
 _loaded_once = True
 

@@ -20,6 +20,7 @@ arithmetic, never ``np.testing``, so an answer cell that replaces
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,40 @@ import numpy as np
 
 class CheckFailed(AssertionError):
     """An exercise check that did not pass; its message is meant for the learner."""
+
+
+class Passed(str):
+    """The line a passing check prints and returns.
+
+    IPython does not echo it a second time as ``Out[...]`` when a check call ends a cell.
+    """
+
+    def _ipython_display_(self) -> None:
+        return None
+
+
+def graded_elsewhere() -> bool:
+    """True while ``nbgrader autograde`` runs the notebook: the grade then comes from the
+    recorded outputs, judged outside the kernel (:mod:`mha.checks.grading`), so a visible
+    check does nothing there (an answer that hangs costs one time limit, not two)."""
+    return os.environ.get("NBGRADER_EXECUTION") == "autograde"
+
+
+class RecordedError(Exception):
+    """An exception an answer raised, as recorded in the kernel: its type name and message."""
+
+    def __init__(self, type_name: str, message: str):
+        super().__init__(message)
+        self.type_name = type_name
+
+
+def error_text(err: BaseException) -> str:
+    """``TypeError: message`` for a live or a recorded exception."""
+    name = err.type_name if isinstance(err, RecordedError) else type(err).__name__
+    message = str(err)
+    if len(message) > 300:
+        message = message[:297] + "..."
+    return f"{name}: {message}" if message else name
 
 
 class NotAttempted(CheckFailed):
@@ -43,6 +78,7 @@ class Case:
     args: tuple
     kwargs: dict = field(default_factory=dict)
     behaviour: str = "values"
+    hidden: bool = False  # run by grading only, never by the check in the learner's cell
 
 
 @dataclass(frozen=True)
@@ -54,7 +90,10 @@ class Mistake:
     compute: Callable
 
 
-_BROKEN = object()  # an output that raised, or holds NaN / inf
+_BROKEN = object()  # an output that raised (in a mistake's computation), or holds NaN / inf
+
+NOT_ATTEMPTED = ("not attempted yet: it still raises NotImplementedError; replace that "
+                 "line with your code, run its cell, then run this cell again.")
 
 
 def _quiet_call(fn, case: Case):
@@ -72,8 +111,11 @@ def _copied(args: tuple) -> tuple:
 def as_numbers(x):
     """An answer's output as a NumPy array (torch tensors and tuples too), or ``x``
     itself when it is not array-like (e.g. ``None``)."""
-    if type(x).__module__.startswith("torch"):
-        x = x.detach().cpu().numpy()
+    if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
+        x = x.detach().cpu()
+        if str(x.dtype) == "torch.bfloat16":  # NumPy has no bfloat16
+            x = x.float()
+        x = x.numpy()
     if isinstance(x, (tuple, list)) and any(type(i).__module__.startswith("torch") for i in x):
         x = [as_numbers(i) for i in x]
     try:
@@ -83,11 +125,26 @@ def as_numbers(x):
     return x if arr.dtype == object else arr
 
 
+def tolerance(got: np.ndarray, expected: np.ndarray, atol: float, rtol: float):
+    """``(atol, rtol)`` for comparing ``got`` with ``expected``: at least the given ones, and
+    wide enough for rounding in the answer's own float type (float32, float16), scaled by
+    the size of the expected values (a right float32 answer passes)."""
+    kind = got.dtype if got.dtype.kind == "f" else np.dtype(np.float64)
+    eps = float(np.finfo(kind).eps) if kind.itemsize < 8 else 0.0
+    if eps:
+        finite = np.abs(expected[np.isfinite(expected)]) if expected.size else np.zeros(0)
+        scale = max(1.0, float(finite.max())) if finite.size else 1.0
+        atol = max(atol, 64 * eps * scale)
+        rtol = max(rtol, 64 * eps)
+    return atol, rtol
+
+
 def same(got, expected, atol: float = 1e-6, rtol: float = 1e-6) -> bool:
     """Same shape, same kind (bool vs number) and close values; NaN equals NaN.
 
     ``expected`` may be a tuple of arrays (e.g. ``(output, weights)``): then
-    ``got`` must be a tuple of the same length, compared item by item.
+    ``got`` must be a tuple of the same length, compared item by item. The tolerance
+    follows the answer's float type (:func:`tolerance`).
     """
     if isinstance(expected, tuple):
         return (isinstance(got, (tuple, list)) and len(got) == len(expected)
@@ -101,6 +158,7 @@ def same(got, expected, atol: float = 1e-6, rtol: float = 1e-6) -> bool:
         return bool(np.all(g == e))
     if g.dtype.kind not in "iuf" or e.dtype.kind not in "iuf":
         return False
+    atol, rtol = tolerance(g, e.astype(np.float64), atol, rtol)
     g, e = g.astype(np.float64), e.astype(np.float64)
     both_nan = np.isnan(g) & np.isnan(e)
     finite = np.isfinite(e)
@@ -124,10 +182,14 @@ def _broken(out) -> bool:
 
 
 def consistent(got, predicted, atol: float) -> bool:
-    """``got`` is what ``predicted`` (a mistake's output) would give: both broken
-    (an error, NaN, +inf) or the same values."""
+    """``got`` is what ``predicted`` (a mistake's output) would give: both hold NaN or
+    +inf, or the same values. A mistake whose own computation raised predicts nothing."""
+    if predicted is _BROKEN:
+        return False
     if _broken(got) or _broken(predicted):
-        return _broken(got) and _broken(predicted)
+        # both hold NaN / +inf: the same entries must be broken, the others close (two
+        # different mistakes that each give a NaN somewhere are not the same mistake)
+        return _broken(got) and _broken(predicted) and same(got, predicted, atol)
     return same(got, predicted, atol)
 
 
@@ -137,6 +199,8 @@ def show(x, width: int = 300) -> str:
         return "an error"
     if isinstance(x, tuple):
         return "(" + ", ".join(show(i, width // max(len(x), 1)) for i in x) + ")"
+    if callable(x) and hasattr(x, "__name__"):
+        return f"the function {x.__name__}"
     arr = as_numbers(x)
     if isinstance(arr, np.ndarray):
         text = np.array2string(arr, precision=4, suppress_small=True, threshold=40,
@@ -149,16 +213,19 @@ def show(x, width: int = 300) -> str:
 
 
 def _outcome(fn, case: Case, name: str):
-    """The answer's output on ``case``, ``_BROKEN`` plus the error if it raised."""
+    """The answer's output on ``case``, or ``_BROKEN`` and the error it raised."""
     try:
         return _quiet_call(fn, case), None
     except NotImplementedError:
-        raise NotAttempted(
-            f"{name}: not attempted yet: it still raises NotImplementedError; replace that "
-            "line with your code, run its cell, then run this cell again."
-        ) from None
-    except Exception as err:  # the learner's own error, reported as "got"
+        raise NotAttempted(f"{name}: {NOT_ATTEMPTED}") from None
+    except Exception as err:  # the learner's own error, reported as such
         return _BROKEN, err
+
+
+def case_label(case: Case) -> str:
+    """How a message names a case: hidden ones say that only grading runs them."""
+    return f"'{case.label}'" + (" (a case only grading runs, not your test cell)"
+                                if case.hidden else "")
 
 
 def run_check(
@@ -170,6 +237,8 @@ def run_check(
     behaviour: str | None = None,
     atol: float = 1e-6,
     prepare: Callable | None = None,
+    *,
+    include_hidden: bool = False,
 ) -> str:
     """Compare ``answer`` with ``reference`` on ``cases``; raise :class:`CheckFailed`
     naming the mistake or the first differing case, or print one line and return it.
@@ -177,48 +246,74 @@ def run_check(
     ``behaviour`` keeps only the cases tagged with it (one graded cell checks
     one behaviour). ``prepare`` turns the answer's raw output into the
     compared form (e.g. a tuple of arrays) and may raise ``CheckFailed`` with
-    a message of its own (a wrong return type).
+    a message of its own (a wrong return type). Cases marked ``hidden`` run only
+    with ``include_hidden`` (grading).
     """
     __tracebackhide__ = True
+    chosen = [c for c in cases if (behaviour is None or c.behaviour == behaviour)
+              and (include_hidden or not c.hidden)]
+    if not chosen:
+        raise ValueError(f"{name}: no cases for behaviour {behaviour!r}.")
+    if graded_elsewhere():
+        return Passed(f"{name}: graded by nbgrader.")
     if answer is None or answer is Ellipsis:
         raise NotAttempted(f"{name}: not attempted yet (it is still {answer!r}).")
     if not callable(answer):
         raise CheckFailed(f"{name}: expected a function; got {show(answer)}.")
-    chosen = [c for c in cases if behaviour is None or c.behaviour == behaviour]
-    if not chosen:
-        raise ValueError(f"{name}: no cases for behaviour {behaviour!r}.")
+    outcomes = [_outcome(answer, case, name) for case in chosen]
+    return judge(name, chosen, outcomes, reference, mistakes, atol, prepare)
+
+
+def judge(name: str, cases: Sequence[Case], outcomes, reference: Callable,
+          mistakes: Sequence[Mistake] = (), atol: float = 1e-6,
+          prepare: Callable | None = None) -> str:
+    """The verdict on ``outcomes`` (``(output, error or None)`` per case), wherever they were
+    computed: the learner's kernel (a check) or a recording judged by the grader."""
+    __tracebackhide__ = True
     results = []
-    for case in chosen:
-        got, err = _outcome(answer, case, name)
+    for case, (got, err) in zip(cases, outcomes, strict=True):
+        if err is not None and (isinstance(err, NotImplementedError) or getattr(
+                err, "type_name", "") == "NotImplementedError"):
+            raise NotAttempted(f"{name}: {NOT_ATTEMPTED}") from None
         if err is None and prepare is not None:
             got = prepare(got)
         expected = reference(*_copied(case.args), **case.kwargs)
         results.append((case, got, err, expected))
     wrong = [r for r in results if r[2] is not None or not same(r[1], r[3], atol)]
     if not wrong:
-        line = f"{name}: correct on {len(chosen)} case{'s' * (len(chosen) != 1)}."
+        n = len(cases)
+        line = Passed(f"{name}: correct on {n} case{'s' * (n != 1)}.")
         print(line)
         return line
-    for mistake in mistakes:
-        if _matches(mistake, wrong, atol):
-            raise CheckFailed(f"{name}: {mistake.sentence}")
-    case, got, err, expected = wrong[0]
-    got_text = f"an error: {type(err).__name__}: {err}" if err is not None else show(got)
+    raised = [r for r in wrong if r[2] is not None]
+    valued = [r for r in wrong if r[2] is None]
+    named = next((m for m in mistakes if valued and _matches(m, valued, atol)), None)
+    if raised:
+        case, _, err, _ = raised[0]
+        inputs = ", ".join(show(a, 120) for a in case.args)
+        text = (f"{name}: your function raised {error_text(err)}\n  on case "
+                f"{case_label(case)}\n  input:    {inputs}")
+        if named is not None:
+            text += f"\n  and on the other cases: {named.sentence}"
+        raise CheckFailed(text)
+    if named is not None:
+        raise CheckFailed(f"{name}: {named.sentence}")
+    case, got, _, expected = wrong[0]
     inputs = ", ".join(show(a, 120) for a in case.args)
     raise CheckFailed(
-        f"{name}: wrong on case '{case.label}'.\n  input:    {inputs}\n"
-        f"  expected: {show(expected)}\n  got:      {got_text}"
+        f"{name}: wrong on case {case_label(case)}.\n  input:    {inputs}\n"
+        f"  expected: {show(expected)}\n  got:      {show(got)}"
     )
 
 
 def _matches(mistake: Mistake, wrong, atol: float) -> bool:
-    """The answer behaves like ``mistake`` on every case it gets wrong."""
+    """The answer behaves like ``mistake`` on every case it gets wrong with a value."""
     for case, got, _err, expected in wrong:
         try:
             predicted = _quiet_call(mistake.compute, case)
         except Exception:
             predicted = _BROKEN
-        if consistent(predicted, expected, atol):
+        if predicted is not _BROKEN and consistent(predicted, expected, atol):
             return False  # this mistake gives the right answer here, the learner did not
         if not consistent(got, predicted, atol):
             return False
@@ -239,6 +334,14 @@ class Prediction:
 def check_prediction(pred: Prediction, got) -> str:
     """Compare a predicted value with ``pred.expected``."""
     __tracebackhide__ = True
+    if graded_elsewhere():
+        return Passed(f"{pred.name}: graded by nbgrader.")
+    return judge_prediction(pred, got)
+
+
+def judge_prediction(pred: Prediction, got) -> str:
+    """The verdict on a predicted value, wherever it was recorded."""
+    __tracebackhide__ = True
     if got is None or got is Ellipsis:
         raise NotAttempted(f"{pred.name}: not attempted yet (it is still {got!r}).")
     expected = pred.expected
@@ -252,7 +355,7 @@ def check_prediction(pred: Prediction, got) -> str:
                 raise CheckFailed(f"{pred.name}: {sentence}")
         if got != expected:
             raise CheckFailed(f"{pred.name}: not this one; got {got!r}. {pred.hint}".rstrip())
-        line = f"{pred.name}: correct."
+        line = Passed(f"{pred.name}: correct.")
         print(line)
         return line
     if isinstance(expected, bool):
@@ -265,7 +368,7 @@ def check_prediction(pred: Prediction, got) -> str:
         ok = same(np.asarray(got, dtype=float) if _numeric(got) else got,
                   np.asarray(expected, dtype=float), pred.atol, 0.0)
     if ok:
-        line = f"{pred.name}: correct."
+        line = Passed(f"{pred.name}: correct.")
         print(line)
         return line
     for value, sentence in pred.known_wrong:

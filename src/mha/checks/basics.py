@@ -11,7 +11,8 @@ import numpy as np
 
 from ..reference import scores as reference_scores
 from ..reference import softmax as reference_softmax
-from ._core import Case, Mistake, Prediction, run_check
+from ._core import Case, Mistake, Prediction
+from ._tasks import Rule, Task
 
 # -- 01 the weighted sum -------------------------------------------------------
 
@@ -26,13 +27,29 @@ READ_OUT_CASES = (
          (np.array([[0.75, 0.25], [0.5, 0.5]]), V2), behaviour="batched"),
     Case("three queries, three keys", (np.array([[1, 0, 0], [0.2, 0.3, 0.5], [0, 0.5, 0.5]]), V3),
          behaviour="batched"),
+    # graded only
+    Case("weights [0.1, 0.9] on values [10, 0] and [0, 10]",
+         (np.array([0.1, 0.9]), np.array([[10.0, 0.0], [0.0, 10.0]])), hidden=True),
+    Case("five keys, float32 inputs", (np.array([0.1, 0.2, 0.3, 0.25, 0.15], np.float32),
+                                       np.arange(15, dtype=np.float32).reshape(5, 3) - 7),
+         hidden=True),
+    Case("a one-hot row and a mixed row",
+         (np.array([[1.0, 0.0], [0.25, 0.75]]), np.array([[4.0, 8.0], [0.0, 4.0]])),
+         behaviour="batched", hidden=True),
+    Case("four queries, five keys",
+         (np.full((4, 5), 0.2)
+          + np.array([0.4, -0.1, -0.1, -0.1, -0.1]) * np.arange(4)[:, None] / 4,
+          np.arange(10.0).reshape(5, 2)), behaviour="batched", hidden=True),
 )
 
+PLAIN_AVERAGE = ("you took a plain average of the values; the weights decide the mix: "
+                 "sum over j of w_j * v_j (weights @ values).")
+
 READ_OUT_MISTAKES = (
-    Mistake("plain average",
-            "you took a plain average of the values; the weights decide the mix: "
-            "sum over j of w_j * v_j (weights @ values).",
-            lambda w, v: np.asarray(v).mean(axis=0)),
+    Mistake("plain average", PLAIN_AVERAGE, lambda w, v: np.asarray(v).mean(axis=0)),
+    Mistake("plain average", PLAIN_AVERAGE,  # one average per query row
+            lambda w, v: np.broadcast_to(np.asarray(v).mean(axis=0),
+                                         np.shape(w)[:-1] + np.shape(v)[-1:])),
     Mistake("weighted but not summed",
             "you multiplied each value by its weight but did not add them up; the read-out is "
             "one vector per query, sum over j of w_j * v_j (weights @ values).",
@@ -40,10 +57,12 @@ READ_OUT_MISTAKES = (
 )
 
 
+READ_OUT = Task("read_out", lambda w, v: w @ v, READ_OUT_CASES, READ_OUT_MISTAKES)
+
+
 def check_read_out(answer, behaviour: str | None = None) -> str:
     """``answer(weights (..., Tk), values (Tk, dv)) -> (..., dv)``, the weighted sum."""
-    return run_check("read_out", answer, lambda w, v: w @ v, READ_OUT_CASES,
-                     READ_OUT_MISTAKES, behaviour)
+    return READ_OUT.check(answer, behaviour)
 
 
 # -- 02 scores and softmax -----------------------------------------------------
@@ -59,6 +78,18 @@ SOFTMAX_CASES = (
     Case("-inf means masked: weight exactly 0", (np.array([0.0, -np.inf, 1.0]),),
          behaviour="masked"),
     Case("-inf in rows", (np.array([[2.0, -np.inf], [-np.inf, -3.0]]),), behaviour="masked"),
+    # graded only
+    Case("rows [0, ln 3] and [1, 1]", (np.array([[0.0, np.log(3.0)], [1.0, 1.0]]),),
+         hidden=True),
+    Case("float32 logits", (np.array([[0.5, -1.0, 2.0], [3.0, 3.0, -2.0]], np.float32),),
+         hidden=True),
+    Case("logits near 5000 and -5000",
+         (np.array([[5000.0, 5002.0], [-5000.0, -5000.0]]),), behaviour="stable", hidden=True),
+    Case("logits near 20000, past what even np.longdouble's exp can hold",
+         (np.array([[20000.0, 20001.0, 19998.0], [-20000.0, -19999.0, -20000.0]]),),
+         behaviour="stable", hidden=True),
+    Case("-inf in the first column", (np.array([[-np.inf, 0.0, 0.0], [0.0, -np.inf, -np.inf]]),),
+         behaviour="masked", hidden=True),
 )
 
 
@@ -95,17 +126,26 @@ SOFTMAX_MISTAKES = (
 )
 
 
+NO_READY_MADE_SOFTMAX = Rule(
+    "do not call a ready-made softmax (mha.softmax, scipy.special.softmax, torch.softmax)",
+    calls=(("mha", "softmax"), ("scipy", "softmax"), ("torch", "softmax"),
+           ("torch", "log_softmax")))
+
+SOFTMAX = Task("softmax", reference_softmax, SOFTMAX_CASES, SOFTMAX_MISTAKES,
+               rules=(NO_READY_MADE_SOFTMAX,))
+
+
 def check_softmax(answer, behaviour: str | None = None) -> str:
     """``answer(logits (..., n)) -> (..., n)``, a row-wise softmax along the last axis.
 
     Behaviours: ``"values"`` (small logits, one or more rows), ``"stable"``
     (large logits), ``"masked"`` (``-inf`` entries).
     """
-    return run_check("softmax", answer, reference_softmax, SOFTMAX_CASES, SOFTMAX_MISTAKES,
-                     behaviour)
+    return SOFTMAX.check(answer, behaviour)
 
 
 _rng = np.random.default_rng(2)
+_HIDDEN_RNG = np.random.default_rng(20)  # the graded-only cases draw from their own stream
 X = _rng.normal(size=(3, 8))  # (T, C) with C = d_model = 8
 W_Q = _rng.normal(size=(8, 2))  # (C, d_k) with d_k = 2
 W_K = _rng.normal(size=(8, 2))
@@ -117,6 +157,11 @@ SCORES_CASES = (
     Case("T = 3, d_model = 8, d_k = 2", (X, W_Q, W_K)),
     Case("T = 5, d_model = 8, d_k = 4", (X5, W_Q4, W_K4)),
     Case("a single position", (X[:1], W_Q, W_K)),
+    Case("x = I, w_q = rows [1, 1, 1, 1] and [0, 0, 0, 0], w_k = ones",
+         (np.eye(2), np.array([[1.0] * 4, [0.0] * 4]), np.ones((2, 4))), hidden=True),
+    Case("T = 4, d_model = 6, d_k = 3", (_HIDDEN_RNG.normal(size=(4, 6)),
+                                        _HIDDEN_RNG.normal(size=(6, 3)),
+                                        _HIDDEN_RNG.normal(size=(6, 3))), hidden=True),
 )
 
 
@@ -140,22 +185,25 @@ DIVIDED_BY_DK = (
     "you divided by d_k; divide by sqrt(d_k): that brings the spread of q.k back to about 1."
 )
 
+K_Q_T = ("your matrix is transposed: row i must be the query at i and column j "
+         "the key at j, so S = Q K^T (you computed K Q^T).")
+
 SCORES_MISTAKES = (
     Mistake("scaled by sqrt(d_model)", SQRT_D_MODEL,
             lambda x, w_q, w_k: _scaled_by(x, w_q, w_k, np.sqrt(x.shape[-1]))),
     Mistake("not scaled", UNSCALED, lambda x, w_q, w_k: _scaled_by(x, w_q, w_k, 1.0)),
     Mistake("divided by d_k", DIVIDED_BY_DK,
             lambda x, w_q, w_k: _scaled_by(x, w_q, w_k, w_q.shape[-1])),
-    Mistake("K Q^T", "your matrix is transposed: row i must be the query at i and column j "
-            "the key at j, so S = Q K^T (you computed K Q^T).",
-            lambda x, w_q, w_k: _project_and_score(x, w_q, w_k).T),
+    Mistake("K Q^T", K_Q_T, lambda x, w_q, w_k: _project_and_score(x, w_q, w_k).T),
 )
+
+
+SCORES = Task("project_and_score", _project_and_score, SCORES_CASES, SCORES_MISTAKES)
 
 
 def check_scores(answer, behaviour: str | None = None) -> str:
     """``answer(x (T, C), w_q (C, d_k), w_k (C, d_k)) -> (T, T)``, ``Q K^T / sqrt(d_k)``."""
-    return run_check("project_and_score", answer, _project_and_score, SCORES_CASES,
-                     SCORES_MISTAKES, behaviour)
+    return SCORES.check(answer, behaviour)
 
 
 # -- 03 the scale: the head width, not d_model ---------------------------------
@@ -168,6 +216,11 @@ K_ONE = _rng.normal(size=(5, 16))
 HEAD_SCORES_CASES = (
     Case("one head, T = 5, d_k = 16, d_model = 64", (Q_ONE, K_ONE, 64)),
     Case("(B, H, T, d_k) = (2, 4, 3, 2), d_model = 8", (Q_HEADS, K_HEADS, 8)),
+    Case("ones, (B, H, T, d_k) = (1, 2, 1, 4), d_model = 8",
+         (np.ones((1, 2, 1, 4)), np.ones((1, 2, 1, 4)), 8), hidden=True),
+    Case("(H, T, d_k) = (3, 4, 5), d_model = 15",
+         (_HIDDEN_RNG.normal(size=(3, 4, 5)), _HIDDEN_RNG.normal(size=(3, 4, 5)), 15),
+         hidden=True),
 )
 
 HEAD_SCORES_MISTAKES = (
@@ -176,13 +229,20 @@ HEAD_SCORES_MISTAKES = (
     Mistake("not scaled", UNSCALED, lambda q, k, d_model: q @ np.swapaxes(k, -1, -2)),
     Mistake("divided by d_k", DIVIDED_BY_DK,
             lambda q, k, d_model: q @ np.swapaxes(k, -1, -2) / q.shape[-1]),
+    Mistake("K Q^T", K_Q_T,
+            lambda q, k, d_model: k @ np.swapaxes(q, -1, -2) / np.sqrt(q.shape[-1])),
+    Mistake("K Q^T", K_Q_T,  # and the d_model scale left in
+            lambda q, k, d_model: k @ np.swapaxes(q, -1, -2) / np.sqrt(d_model)),
 )
+
+
+HEAD_SCORES = Task("head_scores", lambda q, k, d_model: reference_scores(q, k),
+                   HEAD_SCORES_CASES, HEAD_SCORES_MISTAKES)
 
 
 def check_head_scores(answer, behaviour: str | None = None) -> str:
     """``answer(q (..., T, d_k), k (..., T, d_k), d_model) -> (..., T, T)``, scaled by sqrt(d_k)."""
-    return run_check("head_scores", answer, lambda q, k, d_model: reference_scores(q, k),
-                     HEAD_SCORES_CASES, HEAD_SCORES_MISTAKES, behaviour)
+    return HEAD_SCORES.check(answer, behaviour)
 
 
 def _softmax(x):

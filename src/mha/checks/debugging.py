@@ -12,7 +12,8 @@ import numpy as np
 from ..masks import causal_mask
 from ..multihead import merge_heads
 from ..reference import attention
-from ._core import Case, Mistake, Prediction, run_check
+from ._core import Case, Mistake, Prediction
+from ._tasks import Task
 
 
 def causal_model(x):
@@ -48,13 +49,57 @@ def leaks_future_reference(model, x, seed: int = 0) -> bool:
     return False
 
 
+def middle_leak_model(x):
+    """Causal except that position 2 also reads the token at position 3."""
+    out = np.cumsum(x, axis=1) / np.arange(1, x.shape[1] + 1)[None, :, None]
+    out[:, 2] += x[:, 3]
+    return out
+
+
+def last_into_second_last_model(x):
+    """Causal except that the second-to-last position reads the last token."""
+    out = np.maximum.accumulate(x, axis=1)
+    out[:, -2] += 0.5 * x[:, -1]
+    return out
+
+
+def first_reads_second_model(x):
+    """Causal except that position 0 reads position 1 (a change of the last token alone
+    shows nothing)."""
+    out = np.tanh(np.cumsum(x, axis=1))
+    out[:, 0] += x[:, 1]
+    return out
+
+
+def second_sequence_leak_model(x):
+    """Causal, except in the second sequence of the batch, where position 0 reads the last
+    token."""
+    out = np.cumsum(x, axis=1)
+    out[-1, 0] += x[-1, -1]
+    return out
+
+
+def running_max_model(x):
+    """Causal and nonlinear: position t holds the running maximum of tokens 0 .. t."""
+    return np.maximum.accumulate(x, axis=1)
+
+
 _X = np.random.default_rng(10).normal(size=(2, 4, 4))  # (B, T, C)
+_X6 = np.random.default_rng(12).normal(size=(2, 6, 3))
 
 LEAK_CASES = (
     Case("a correct causal head", (causal_model, _X)),
     Case("no mask at all", (unmasked_model, _X)),
     Case("a mask that blocks the past instead of the future", (past_blocked_model, _X)),
     Case("heads split with a straight reshape (the view bug)", (view_split_model, _X)),
+    # graded only
+    Case("position 2 reads position 3 (T = 6)", (middle_leak_model, _X6), hidden=True),
+    Case("the second-to-last position reads the last token", (last_into_second_last_model, _X6),
+         hidden=True),
+    Case("position 0 reads position 1 only", (first_reads_second_model, _X6), hidden=True),
+    Case("only the second sequence of the batch leaks", (second_sequence_leak_model, _X6),
+         hidden=True),
+    Case("a causal running maximum", (running_max_model, _X6), hidden=True),
 )
 
 LEAK_MISTAKES = (
@@ -62,16 +107,43 @@ LEAK_MISTAKES = (
             "your test flags a correct causal head: when tokens after t change, the outputs "
             "after t may change too, so compare only the outputs at positions 0 .. t.",
             lambda model, x: True),
+    Mistake("changes only the last token",
+            "your test only changes the last token: a position can read any later token, so "
+            "for every t change all the tokens after t and compare the outputs 0 .. t.",
+            lambda model, x: _only_last_token(model, x)),
+    Mistake("compares only position 0",
+            "your test only compares the output at position 0: a later position can read the "
+            "future too, so for every t compare the outputs at positions 0 .. t.",
+            lambda model, x: _only_position_0(model, x)),
     Mistake("never flags", "your test never flags a leak: change the tokens after t (not at "
             "or before it) and compare the outputs at positions 0 .. t, for every t.",
             lambda model, x: False),
 )
 
 
+def _only_last_token(model, x) -> bool:
+    changed = x.copy()
+    changed[:, -1] += 1.0
+    return not np.allclose(model(changed)[:, :-1], model(x)[:, :-1])
+
+
+def _only_position_0(model, x) -> bool:
+    changed = x.copy()
+    changed[:, 1:] += 1.0
+    return not np.allclose(model(changed)[:, :1], model(x)[:, :1])
+
+
+def _as_bool(got):
+    return np.bool_(got) if isinstance(got, (bool, np.bool_)) else got
+
+
+LEAK_TEST = Task("leaks_future", leaks_future_reference, LEAK_CASES, LEAK_MISTAKES,
+                 prepare=_as_bool)
+
+
 def check_leak_test(answer, behaviour: str | None = None) -> str:
     """``answer(model, x) -> bool``: does ``model`` let a position read later tokens?"""
-    return run_check("leaks_future", answer, leaks_future_reference, LEAK_CASES, LEAK_MISTAKES,
-                     behaviour, prepare=lambda got: np.bool_(got) if isinstance(got, bool) else got)
+    return LEAK_TEST.check(answer, behaviour)
 
 
 SYMPTOMS = {

@@ -11,11 +11,13 @@ import numpy as np
 from ..backward import attention_backward, softmax_backward
 from ..masks import causal_mask, padding_mask
 from ..reference import attention
-from ._core import Case, CheckFailed, Mistake, Prediction, run_check, show
+from ._core import Case, CheckFailed, Mistake, Prediction, as_numbers, show
+from ._tasks import Rule, Task
 
 # -- 04 masks ------------------------------------------------------------------
 
-CAUSAL_CASES = tuple(Case(f"t = {t}", (t,)) for t in (1, 2, 3, 5))
+CAUSAL_CASES = tuple(Case(f"t = {t}", (t,)) for t in (1, 2, 3, 5)) + tuple(
+    Case(f"t = {t}", (t,), hidden=True) for t in (4, 8))
 
 MASK_INVERTED = (
     "mask inverted: True must mean blocked in this package, and you blocked the keys a query "
@@ -42,16 +44,22 @@ CAUSAL_MISTAKES = (
 )
 
 
+CAUSAL = Task("causal_mask", causal_mask, CAUSAL_CASES, CAUSAL_MISTAKES,
+              rules=(Rule("do not call mha.causal_mask", calls=(("mha", "causal_mask"),)),))
+
+
 def check_causal_mask(answer, behaviour: str | None = None) -> str:
     """``answer(t) -> (t, t)`` bool, True strictly above the diagonal."""
-    return run_check("causal_mask", answer, causal_mask, CAUSAL_CASES, CAUSAL_MISTAKES,
-                     behaviour)
+    return CAUSAL.check(answer, behaviour)
 
 
 TO_SDPA_CASES = (
     Case("causal mask, T = 3", (causal_mask(3),)),
     Case("(B, 1, 1, Tk) padding mask", (padding_mask(np.array([3, 1]), 3),)),
     Case("nothing blocked", (np.zeros((2, 2), dtype=bool),)),
+    Case("[[False, True], [False, False]]", (np.array([[False, True], [False, False]]),),
+         hidden=True),
+    Case("causal mask, T = 5", (causal_mask(5),), hidden=True),
 )
 
 TO_SDPA_MISTAKES = (
@@ -64,14 +72,19 @@ TO_SDPA_MISTAKES = (
 )
 
 
+def _as_array(got):
+    if type(got).__module__.startswith("torch"):
+        return as_numbers(got)
+    return np.asarray(got) if type(got).__module__.startswith("numpy") else got
+
+
+TO_SDPA = Task("to_sdpa", lambda m: ~m, TO_SDPA_CASES, TO_SDPA_MISTAKES, prepare=_as_array,
+               rules=(Rule("do not call mha.masks.to_sdpa", calls=(("mha", "to_sdpa"),)),))
+
+
 def check_to_sdpa(answer, behaviour: str | None = None) -> str:
     """``answer(mask) -> allowed``: package mask (True = blocked) to SDPA's True = allowed."""
-    return run_check("to_sdpa", answer, lambda m: ~m, TO_SDPA_CASES, TO_SDPA_MISTAKES,
-                     behaviour, prepare=_as_array)
-
-
-def _as_array(got):
-    return np.asarray(got) if type(got).__module__.startswith("numpy") else got
+    return TO_SDPA.check(answer, behaviour)
 
 
 def _plain_softmax(s):
@@ -80,11 +93,15 @@ def _plain_softmax(s):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def _plain_attention(q, k, v, blocked, scale=None):
+def _plain_attention(q, k, v, blocked, scale=None, axis=-1, k_q_t=False):
     """Attention with no refusals, so a mistaken mask gives what the learner's code would."""
     scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
-    s = q @ np.swapaxes(k, -1, -2) * scale
-    w = _plain_softmax(np.where(blocked, -np.inf, s))
+    s = (k @ np.swapaxes(q, -1, -2) if k_q_t else q @ np.swapaxes(k, -1, -2)) * scale
+    s = np.where(blocked, -np.inf, s)
+    if axis == -1:
+        w = _plain_softmax(s)
+    else:
+        w = np.swapaxes(_plain_softmax(np.swapaxes(s, -1, -2)), -1, -2)
     return w @ v, w
 
 
@@ -113,6 +130,24 @@ MASKED_CASES = (
     Case("causal and padding combined, (B, 1, T, T)",
          (_QB, _KB, _VB, causal_mask(3) | padding_mask(np.array([2, 3]), 3)),
          behaviour="broadcast"),
+    # graded only
+    Case("three equal scores, the middle key blocked",
+         (np.zeros((1, 2)), np.zeros((3, 2)), np.array([[3.0], [6.0], [9.0]]),
+          np.array([[False, True, False]])), hidden=True),
+    Case("scores [4, 0] / sqrt(4), nothing blocked",
+         (np.ones((1, 4)), np.array([[1.0] * 4, [0.0] * 4]), np.array([[1.0], [0.0]]),
+          np.array([[False, False]])), hidden=True),
+    Case("float32 inputs, causal mask, T = 4",
+         (_Q4.astype(np.float32), _K4.astype(np.float32), _V4.astype(np.float32),
+          causal_mask(4)), hidden=True),
+    Case("(B, 1, 1, Tk) padding mask, B = 2, H = 1, T = 2",
+         (np.zeros((2, 1, 2, 2)), np.zeros((2, 1, 2, 2)),
+          np.array([1.0, 3.0, 5.0, 7.0]).reshape(2, 1, 2, 1),
+          np.array([[False, True], [False, False]]).reshape(2, 1, 1, 2)),
+         behaviour="broadcast", hidden=True),
+    Case("(B, H, T, d) = (2, 3, 4, 2) with a (B, 1, 1, Tk) padding mask",
+         (*(np.random.default_rng(40 + i).normal(size=(2, 3, 4, 2)) for i in range(3)),
+          padding_mask(np.array([4, 2]), 4)), behaviour="broadcast", hidden=True),
 )
 
 MASK_AFTER_SOFTMAX = (
@@ -130,6 +165,13 @@ MASKED_MISTAKES = (
             lambda q, k, v, mask: _plain_attention(q, k, v, False)),
     Mistake("not scaled", "the scores are not scaled: divide q.k by sqrt(d_k) before masking.",
             lambda q, k, v, mask: _plain_attention(q, k, v, mask, scale=1.0)),
+    Mistake("softmax over the wrong axis",
+            "softmax over the wrong axis: your weights' columns sum to 1, but each row (one "
+            "query) must; take the softmax along the last axis (axis=-1).",
+            lambda q, k, v, mask: _plain_attention(q, k, v, mask, axis=-2)),
+    Mistake("K Q^T", "your score matrix is transposed: row i must be the query at i and "
+            "column j the key at j, so S = Q K^T / sqrt(d_k) (you computed K Q^T).",
+            lambda q, k, v, mask: _plain_attention(q, k, v, mask, k_q_t=True)),
 )
 
 
@@ -139,14 +181,18 @@ def _output_and_weights(got):
     return tuple(got)
 
 
+MASKED = Task("masked_attention", lambda q, k, v, m: attention(q, k, v, mask=m), MASKED_CASES,
+              MASKED_MISTAKES, prepare=_output_and_weights,
+              rules=(Rule("do not call mha.attention", calls=(("mha", "attention"),)),))
+
+
 def check_masked_attention(answer, behaviour: str | None = None) -> str:
     """``answer(q, k, v, mask) -> (output, weights)``, ``mask`` True = blocked.
 
     Behaviours: ``"values"`` (2-d inputs) and ``"broadcast"`` (a ``(B, 1, 1, Tk)``
     or ``(B, 1, T, T)`` mask against ``(B, H, T, d)`` inputs).
     """
-    return run_check("masked_attention", answer, lambda q, k, v, m: attention(q, k, v, mask=m),
-                     MASKED_CASES, MASKED_MISTAKES, behaviour, prepare=_output_and_weights)
+    return MASKED.check(answer, behaviour)
 
 
 # -- 05 softmax backward ------------------------------------------------------
@@ -163,6 +209,11 @@ SOFTMAX_BACKWARD_CASES = (
          (np.array([0.2, 0.3, 0.5]), np.array([3.0, 3.0, 3.0]))),
     Case("four weights, random upstream", (_P4, _rng.normal(size=4))),
     Case("three rows of four", (_P34, _rng.normal(size=(3, 4)))),
+    # graded only
+    Case("rows (0.5, 0.5) and (0.1, 0.9)",
+         (np.array([[0.5, 0.5], [0.1, 0.9]]), np.array([[0.0, 1.0], [2.0, 2.0]])), hidden=True),
+    Case("a row of 1024 weights (the vector form needs no 1024 x 1024 matrix)",
+         (np.full((1, 1024), 1 / 1024), np.linspace(-1.0, 1.0, 1024)[None, :]), hidden=True),
 )
 
 NO_CROSS_TERM = (
@@ -171,12 +222,16 @@ NO_CROSS_TERM = (
     "p * (g - sum(p * g))."
 )
 
+DIAGONAL_ONLY = (
+    "softmax backward without the cross term: you used only the diagonal of the "
+    "Jacobian, p_i (1 - p_i); the off-diagonal -p_i p_j entries matter too, which gives "
+    "p * (g - sum(p * g))."
+)
+
 SOFTMAX_BACKWARD_MISTAKES = (
     Mistake("softmax backward without the cross term", NO_CROSS_TERM, lambda p, g: p * g),
-    Mistake("softmax backward without the cross term (diagonal only)",
-            "softmax backward without the cross term: you used only the diagonal of the "
-            "Jacobian, p_i (1 - p_i); the off-diagonal -p_i p_j entries matter too, which gives "
-            "p * (g - sum(p * g)).", lambda p, g: p * (1 - p) * g),
+    Mistake("softmax backward without the cross term (diagonal only)", DIAGONAL_ONLY,
+            lambda p, g: p * (1 - p) * g),
     Mistake("sign flipped", "the sign is flipped: it is p * (g - sum(p * g)), not "
             "p * (sum(p * g) - g).", lambda p, g: p * ((p * g).sum(-1, keepdims=True) - g)),
     Mistake("summed over the wrong axis",
@@ -186,20 +241,37 @@ SOFTMAX_BACKWARD_MISTAKES = (
 )
 
 
+def _jacobian_budget(case: Case):
+    """Bytes a vector-form answer stays well under on the large case: 64 copies of the
+    input; the n x n Jacobian alone is n times the input."""
+    p = case.args[0]
+    return 64 * p.nbytes if p.shape[-1] >= 1024 else None
+
+
+SOFTMAX_BACKWARD = Task(
+    "softmax_grad", softmax_backward, SOFTMAX_BACKWARD_CASES, SOFTMAX_BACKWARD_MISTAKES,
+    rules=(Rule("do not call mha.softmax_backward", calls=(("mha", "softmax_backward"),)),
+           Rule("use the vector form, without building the n x n Jacobian",
+                max_peak=_jacobian_budget,
+                detail="held {name} at once, the size of an n x n matrix")))
+
+
 def check_softmax_backward(answer, behaviour: str | None = None) -> str:
     """``answer(p (..., n), g (..., n)) -> (..., n)``, the gradient on the scores."""
-    return run_check("softmax_grad", answer, softmax_backward, SOFTMAX_BACKWARD_CASES,
-                     SOFTMAX_BACKWARD_MISTAKES, behaviour)
+    return SOFTMAX_BACKWARD.check(answer, behaviour)
 
 
 def _grads_by_hand(q, k, v, g, cross_term=True, scale_grads=True, transpose_ds=True,
-                   transpose_a=True):
+                   transpose_a=True, diagonal_only=False, transpose_da=False):
     """The attention backward with one stage switched to a known mistake."""
     scale = 1.0 / np.sqrt(q.shape[-1])
     _, a = _plain_attention(q, k, v, False)
     d_v = (a.T if transpose_a else a) @ g
-    d_a = g @ v.T
-    d_s = a * (d_a - (a * d_a).sum(-1, keepdims=True)) if cross_term else a * d_a
+    d_a = (v @ g.T) if transpose_da else g @ v.T
+    if diagonal_only:
+        d_s = a * (1 - a) * d_a
+    else:
+        d_s = a * (d_a - (a * d_a).sum(-1, keepdims=True)) if cross_term else a * d_a
     s = scale if scale_grads else 1.0
     return d_s @ k * s, (d_s.T if transpose_ds else d_s) @ q * s, d_v
 
@@ -210,6 +282,11 @@ _CQ, _CK, _CV, _CG = (_rng.normal(size=(2, 3)), _rng.normal(size=(4, 3)),
                       _rng.normal(size=(4, 2)), _rng.normal(size=(2, 2)))
 _SQ2, _SK2, _SV2, _SG2 = (_rng.normal(size=(4, 2)) for _ in range(4))
 
+_HR = np.random.default_rng(11)  # the graded-only cases draw from their own stream
+_HQ, _HK, _HV, _HG = (_HR.normal(size=(2, 3)), _HR.normal(size=(3, 3)), _HR.normal(size=(3, 2)),
+                      _HR.normal(size=(2, 2)))
+_HQ5, _HK5, _HV5, _HG5 = (_HR.normal(size=(5, 3)) for _ in range(4))
+
 ATTENTION_BACKWARD_CASES = tuple(
     Case(label, args, behaviour=b)
     for b in ("dv", "dq_dk")
@@ -217,6 +294,16 @@ ATTENTION_BACKWARD_CASES = tuple(
         ("self-attention, T = 3, d_k = 4, dv = 2", (_SQ, _SK, _SV, _SG)),
         ("self-attention, T = 4, d_k = 2", (_SQ2, _SK2, _SV2, _SG2)),
         ("cross-attention, Tq = 2, Tk = 4", (_CQ, _CK, _CV, _CG)),
+    )
+) + tuple(
+    Case(label, args, behaviour=b, hidden=True)
+    for b in ("dv", "dq_dk")
+    for label, args in (
+        ("scores [2, 0] for query 0, d_out picks it",
+         (np.array([[1.0], [0.0]]), np.array([[2.0], [0.0]]), np.ones((2, 1)),
+          np.array([[1.0], [0.0]]))),
+        ("cross-attention, Tq = 2, Tk = 3, d_k = 3", (_HQ, _HK, _HV, _HG)),
+        ("self-attention, T = 5, d_k = 3", (_HQ5, _HK5, _HV5, _HG5)),
     )
 )
 
@@ -232,6 +319,11 @@ def check_attention_backward(answer, behaviour: str | None = None) -> str:
 
     Behaviours: ``"dv"`` compares dV only, ``"dq_dk"`` compares dQ and dK.
     """
+    return attention_backward_task(behaviour).check(answer, behaviour)
+
+
+def attention_backward_task(behaviour: str | None) -> Task:
+    """The task of one graded cell: ``"dv"`` compares dV, ``"dq_dk"`` dQ and dK."""
     if behaviour not in ("dv", "dq_dk", None):
         raise ValueError(f"behaviour must be 'dv' or 'dq_dk'; got {behaviour!r}.")
     parts = {"dv": (2,), "dq_dk": (0, 1), None: (0, 1, 2)}[behaviour]
@@ -257,9 +349,15 @@ def check_attention_backward(answer, behaviour: str | None = None) -> str:
                 mistake(transpose_ds=False)),
         Mistake("A not transposed in dV", "dV needs the weights transposed: dV = A^T dO "
                 "(value j receives from every query that read it).", mistake(transpose_a=False)),
+        Mistake("softmax backward without the cross term (diagonal only)", DIAGONAL_ONLY,
+                mistake(diagonal_only=True)),
+        Mistake("dA transposed", "dA is transposed: dA = dO V^T, shape (Tq, Tk), one row per "
+                "query like A (you computed V dO^T).", mistake(transpose_da=True)),
     )
-    return run_check("attention_grads", answer, reference, ATTENTION_BACKWARD_CASES,
-                     mistakes, behaviour, prepare=lambda got: pick(_three_grads(got)))
+    return Task("attention_grads", reference, ATTENTION_BACKWARD_CASES, mistakes,
+                prepare=lambda got: pick(_three_grads(got)),
+                rules=(Rule("do not call mha.attention_backward",
+                            calls=(("mha", "attention_backward"),)),))
 
 
 PREDICTIONS = {

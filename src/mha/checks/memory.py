@@ -10,14 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..reference import softmax
-from ._core import Case, Mistake, Prediction, run_check
+from ._core import Case, Mistake, Prediction
+from ._tasks import Rule, Task
 
 
 def _reference(scores, values, block):
     return softmax(np.asarray(scores, dtype=float)) @ values
 
 
-def _online(scores, values, block, rescale=True, shift=True):
+def _online(scores, values, block, rescale=True, shift=True, rescale_out=True,
+            rescale_sum=True):
     """The online softmax with one step switched to a known mistake."""
     m, total, out = -np.inf, 0.0, np.zeros(values.shape[-1])
     for j in range(0, len(scores), block):
@@ -25,8 +27,8 @@ def _online(scores, values, block, rescale=True, shift=True):
         m_new = max(m, float(np.max(s))) if shift else 0.0
         correction = np.exp(m - m_new) if (rescale and shift) else 1.0
         e = np.exp(s - m_new)
-        total = total * correction + e.sum()
-        out = out * correction + e @ v
+        total = total * (correction if rescale_sum else 1.0) + e.sum()
+        out = out * (correction if rescale_out else 1.0) + e @ v
         m = m_new
     return out / total
 
@@ -41,6 +43,19 @@ ONLINE_CASES = (
     Case("one block holds every key", (np.array([1.0, -1.0, 0.5]), _V6[:3], 8)),
     Case("blocks of 1", (np.array([2.0, 0.0, 1.0, 3.0]), _V6[:4], 1)),
     Case("large scores in blocks of 2", (np.array([1000.0, 999.0, 1001.0, 998.0]), _V6[:4], 2)),
+    # graded only
+    Case("scores [0, ln 3, 5000, 5000] in blocks of 2",
+         (np.array([0.0, np.log(3.0), 5000.0, 5000.0]), np.array([[1.0], [5.0], [2.0], [4.0]]), 2),
+         hidden=True),
+    Case("scores [0, ln 3] in blocks of 1", (np.array([0.0, np.log(3.0)]),
+                                            np.array([[1.0], [5.0]]), 1), hidden=True),
+    Case("scores near 20000 (past np.longdouble's exp) in blocks of 3",
+         (np.array([20000.0, 19999.0, 20001.0, 19998.0, 20002.0, 0.0, 19997.0]),
+          np.random.default_rng(92).normal(size=(7, 2)), 3),
+         hidden=True),
+    Case("200 keys in blocks of 16", (np.random.default_rng(90).normal(size=200) * 3,
+                                     np.random.default_rng(91).normal(size=(200, 3)), 16),
+         hidden=True),
 )
 
 ONLINE_MISTAKES = (
@@ -48,6 +63,14 @@ ONLINE_MISTAKES = (
             "the running sum and output are not rescaled when the maximum grows: multiply both "
             "by exp(m_old - m_new) before adding the new block, or earlier blocks count too much.",
             lambda s, v, b: _online(s, v, b, rescale=False)),
+    Mistake("running output not rescaled",
+            "the running output is not rescaled when the maximum grows (the sum is): multiply "
+            "the output o by exp(m_old - m_new) too before adding the new block.",
+            lambda s, v, b: _online(s, v, b, rescale_out=False)),
+    Mistake("running sum not rescaled (output rescaled)",
+            "the running sum l is not rescaled when the maximum grows (the output is): multiply "
+            "l by exp(m_old - m_new) too before adding the new block.",
+            lambda s, v, b: _online(s, v, b, rescale_sum=False)),
     Mistake("softmax without the max shift",
             "softmax without the max shift: exp(1000) overflows to inf and inf / inf is NaN; "
             "keep a running maximum and subtract it before exp.",
@@ -55,11 +78,24 @@ ONLINE_MISTAKES = (
 )
 
 
+def _whole_row(case: Case) -> float:
+    """A softmax call counts as "on the whole row" when it gets every score of a row that
+    spans more than one block."""
+    scores, _, block = case.args
+    return len(scores) if len(scores) > block else np.inf
+
+
+ONLINE = Task("online_softmax", _reference, ONLINE_CASES, ONLINE_MISTAKES, rules=(
+    Rule("do not call a softmax function on the whole row (mha.softmax, scipy.special.softmax, "
+         "torch.nn.functional.softmax)",
+         calls=(("mha", "softmax"), ("scipy", "softmax"), ("torch", "softmax")),
+         min_size=_whole_row, detail="calls {name} on every score of the row at once"),))
+
+
 def check_online_softmax(answer, behaviour: str | None = None) -> str:
     """``answer(scores (Tk,), values (Tk, dv), block) -> (dv,)``: softmax(scores) @ values,
     computed one block of keys at a time."""
-    return run_check("online_softmax", answer, _reference, ONLINE_CASES, ONLINE_MISTAKES,
-                     behaviour)
+    return ONLINE.check(answer, behaviour)
 
 
 _SCORES_BYTES = 4 * 12 * 2048 * 2048 * 4  # (B, H, T, T) float32 at B = 4, H = 12, T = 2048

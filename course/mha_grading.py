@@ -1,0 +1,492 @@
+"""How this course grades (nbgrader 0.9.6 plugins, wired in nbgrader_config.py).
+
+The student's code runs in a Jupyter kernel; this module runs in the grader's own
+process (``nbgrader autograde``), which the kernel cannot reach:
+
+* ``RestoreHiddenTests`` (before nbgrader's OverwriteCells): puts the hidden lines back
+  into every untouched test cell, so nbgrader warns only about cells a student edited
+  (it used to warn "checksum ... has changed!" for every test cell, because the released
+  cell lacks the hidden lines that the gradebook's copy has); edits and deletions are
+  noted for review.
+* ``RobustExecute`` (nbgrader's Execute): a cell still running after the time limit and
+  the interrupt, or one that kills Python, no longer makes nbgrader drop the whole
+  submission: the cell is marked, Python restarted, the cells before it run again, and
+  grading goes on.
+* ``GradeOutsideKernel``: each test cell's hidden line only *recorded* what the answer
+  returned on every case (``mha.checks.grading.record``); here the records are judged
+  against this process's own copy of the references, and the cell's outputs are replaced
+  by the verdict (one "correct" line, or the failure message). It also reads the
+  submitted code (``ast``) for what tampers with grading or reads its caller, and notes it.
+* ``SaveGradingFlags`` (after SaveAutoGrades): a noted submission gets
+  ``needs_manual_grade`` on its grades and the reasons as an automatic comment.
+* ``ScrubHiddenSource`` (generate_feedback): no line of a hidden test reaches the
+  feedback, whatever a cell printed.
+* ``ReviewCsvExport`` (nbgrader export): the CSV gets a ``needs_review`` column.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import copy
+import csv
+import io
+import re
+
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat.notebooknode import NotebookNode
+from nbgrader import utils
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.plugins.export import CsvExportPlugin
+from nbgrader.preprocessors import ClearHiddenTests, Execute, NbGraderPreprocessor
+from traitlets import Integer
+
+# Imported now, before any student kernel starts: a file the kernel rewrites later
+# changes nothing in this process.
+from mha.checks import grading as mha_grading
+from mha.checks._core import error_text
+
+MIME = mha_grading.MIME
+HIDDEN_CALL = re.compile(r'_grading\.(record|record_answer)\(\s*"([\w.]+)"\s*,\s*(\w+)\s*'
+                         r'(?:,\s*behaviour\s*=\s*"(\w+)"\s*)?\)')
+FLAGS = "mha_grading"
+REVIEW = "Flagged for review: "
+
+
+def _flags(nb) -> list:
+    return nb.metadata.setdefault(FLAGS, {}).setdefault("flags", [])
+
+
+def _ids(resources):
+    meta = resources["nbgrader"]
+    return meta["notebook"], meta["assignment"], meta.get("student"), meta["db_url"]
+
+
+def released_source(source: str) -> str:
+    """A test cell's source as the student notebook has it (the hidden lines removed)."""
+    cell = NotebookNode(cell_type="code", source=source, metadata={})
+    ClearHiddenTests()._remove_hidden_test_region(cell)
+    return cell.source
+
+
+# -- sanitize: before OverwriteCells ---------------------------------------------------------
+
+class RestoreHiddenTests(NbGraderPreprocessor):
+    """Restore the hidden lines of untouched locked cells quietly; note edited ones."""
+
+    def preprocess(self, nb, resources):
+        notebook_id, assignment_id, _, db_url = _ids(resources)
+        flags = _flags(nb)
+        present = set()
+        with Gradebook(db_url) as gb:
+            for cell in nb.cells:
+                grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+                if not grade_id:
+                    continue
+                present.add(grade_id)
+                try:
+                    source = gb.find_source_cell(grade_id, notebook_id, assignment_id)
+                except MissingEntry:
+                    continue
+                if not source.locked or cell.source == source.source:
+                    continue
+                if cell.source == released_source(source.source):
+                    cell.source = source.source
+                else:
+                    flags.append(f"the locked cell {grade_id} was edited (grading restored it)")
+            try:
+                notebook = gb.find_notebook(notebook_id, assignment_id)
+                for grade_cell in notebook.grade_cells:
+                    if grade_cell.name not in present:
+                        flags.append(f"the test cell {grade_cell.name} was deleted "
+                                     "(grading added it back)")
+            except MissingEntry:
+                pass
+        return nb, resources
+
+
+# -- execute: never drop a submission ---------------------------------------------------------
+
+def _error_output(ename: str, text: str) -> NotebookNode:
+    return NotebookNode(output_type="error", ename=ename, evalue=text,
+                        traceback=[f"{ename}: {text}"])
+
+
+class RobustExecute(Execute):
+    """nbgrader's Execute, except that a cell that will not stop, or that kills Python,
+    costs that cell only."""
+
+    max_restarts = Integer(5, help="Restarts of Python per notebook before the remaining "
+                                   "cells are left unrun.").tag(config=True)
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._restarts = 0
+        self._given_up = False
+        return super().preprocess(nb, resources, km)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code":
+            return cell, resources
+        if self._given_up:
+            cell.outputs = [_error_output("NotRun", "this cell did not run: Python had to be "
+                                          "restarted too often in this notebook.")]
+            cell.metadata["mha_stopped"] = "not run"
+            return cell, resources
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except (CellTimeoutError, DeadKernelError) as err:
+            if isinstance(err, CellTimeoutError):
+                what = (f"this cell was still running after the time limit ({self.timeout} s) "
+                        "and did not stop when interrupted")
+            else:
+                what = "Python stopped (the kernel died) while this cell ran"
+            self.log.warning("cell %s: %s; restarting the kernel", index, what)
+            cell.outputs = [_error_output("GradingStopped", what + "; grading restarted Python "
+                                          "and ran the cells before this one again.")]
+            cell.metadata["mha_stopped"] = what
+            self.nb.cells[index] = cell
+            self._restart_and_replay(index)
+            return cell, resources
+
+    def _restart_and_replay(self, upto: int) -> None:
+        self._restarts += 1
+        if self._restarts > self.max_restarts:
+            self._given_up = True
+            return
+        with contextlib.suppress(Exception):
+            self._cleanup_kernel()
+        self.km = self.create_kernel_manager()
+        self.start_new_kernel()
+        self.start_new_kernel_client()
+        for i in range(upto):
+            original = self.nb.cells[i]
+            if (original.cell_type != "code" or utils.is_grade(original)
+                    or original.metadata.get("mha_stopped")):
+                continue
+            try:
+                self.execute_cell(copy.deepcopy(original), i, store_history=True)
+            except (CellTimeoutError, DeadKernelError):
+                self._given_up = True
+                return
+            finally:
+                self.nb.cells[i] = original
+
+
+# -- judge, outside the kernel ----------------------------------------------------------------
+
+SUSPECT_MODULES = {
+    "builtins", "sys", "inspect", "importlib", "gc", "ctypes", "traceback", "signal",
+    "threading", "_thread", "multiprocessing", "subprocess", "os", "IPython", "ipykernel",
+    "types", "linecache", "atexit", "faulthandler", "code", "codeop", "pdb", "dis", "marshal",
+    "socket", "shutil", "nbgrader", "tracemalloc", "asyncio", "concurrent", "pickle", "io",
+    "contextlib", "unittest", "pytest",
+}
+SUSPECT_NAMES = {
+    "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "setattr", "delattr",
+    "get_ipython", "open", "breakpoint", "exit", "quit", "In", "Out", "_ih", "_oh", "_i", "_ii",
+    "_iii", "__builtins__", "checks", "_grading", "_fresh", "display", "publish_display_data",
+}
+SUSPECT_ATTRIBUTES = {
+    "f_back", "f_globals", "f_locals", "f_code", "f_builtins", "tb_frame", "tb_next",
+    "gi_frame", "cr_frame", "__code__", "__globals__", "__closure__", "__dict__",
+    "__subclasses__", "__bases__", "__mro__", "__builtins__", "_getframe", "modules",
+    "settrace", "setprofile", "__setattr__", "__getattribute__", "__name__", "__qualname__",
+    "__module__", "checks", "grading", "_core", "_tasks", "history_manager", "user_ns",
+    "__traceback__", "with_traceback", "__wrapped__", "func_code",
+}
+MODULE_ALIASES = {"np", "numpy", "mha", "torch", "F", "nn", "math", "scipy", "builtins",
+                  "checks", "random", "operator", "functools"}
+INTERRUPTS = {"BaseException", "KeyboardInterrupt", "SystemExit", "GeneratorExit"}
+
+
+def suspicious(source: str) -> list[str]:
+    """What in ``source`` reaches past the answer: grading's machinery, the interpreter,
+    the caller's frames, or module attributes it rewrites (one phrase each, with a line)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+
+    def note(node, text):
+        entry = f"{text} (line {getattr(node, 'lineno', '?')})"
+        if entry not in found:
+            found.append(entry)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in SUSPECT_MODULES or "checks" in alias.name:
+                    note(node, f"imports {alias.name}")
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if module.split(".")[0] in SUSPECT_MODULES or "checks" in module or any(
+                    a.name in ("checks", "grading") for a in node.names):
+                note(node, f"imports from {module or '.'}")
+        elif isinstance(node, ast.Name) and node.id in SUSPECT_NAMES:
+            note(node, f"uses {node.id}")
+        elif isinstance(node, ast.Attribute) and node.attr in SUSPECT_ATTRIBUTES:
+            note(node, f"uses .{node.attr}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id == "getattr" and len(node.args) >= 2 and not isinstance(
+                    node.args[1], ast.Constant):
+            note(node, "uses getattr with a computed name")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                base = target
+                while isinstance(base, (ast.Attribute, ast.Subscript)):
+                    base = base.value
+                if base is not target and isinstance(base, ast.Name) and base.id in MODULE_ALIASES:
+                    note(node, f"rewrites {ast.unparse(target)}")
+        elif isinstance(node, ast.ExceptHandler):
+            caught = node.type
+            names = set()
+            if caught is None:
+                names.add("everything (a bare except)")
+            else:
+                for item in (caught.elts if isinstance(caught, ast.Tuple) else [caught]):
+                    if isinstance(item, ast.Name) and item.id in INTERRUPTS:
+                        names.add(item.id)
+            for name in sorted(names):
+                note(node, f"catches {name}")
+    return found
+
+
+def _static_flags(nb) -> list[str]:
+    flags = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or utils.is_locked(cell):
+            continue
+        where = cell.metadata.get("nbgrader", {}).get("grade_id") or f"an added cell ({index})"
+        found = suspicious(cell.source)
+        if found:
+            flags.append(f"{where}: " + "; ".join(found))
+    return flags
+
+
+def forbidden_mentions(source: str, names: set) -> list[str]:
+    """Where ``source`` names a function a task forbids (``mha.attention``, ``from mha import
+    softmax``), even outside the answer function, where the profile hook does not look."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            root = node.value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in MODULE_ALIASES:
+                found.append(f"names {ast.unparse(node)} (line {node.lineno})")
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
+                "mha", "scipy", "torch"):
+            found += [f"imports {a.name} from {node.module} (line {node.lineno})"
+                      for a in node.names if a.name in names]
+    return found
+
+
+def _rule_flags(nb) -> list[str]:
+    """Answer code that names a function one of the notebook's tasks forbids."""
+    names = set()
+    for cell in nb.cells:
+        match = HIDDEN_CALL.search(cell.source) if utils.is_grade(cell) else None
+        if match and match.group(1) == "record":
+            try:
+                task = mha_grading.task_for(match.group(2), match.group(4))
+            except Exception:
+                continue
+            names |= {name for rule in task.rules if rule.min_size is None
+                      for _, name in rule.calls}
+    flags = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or utils.is_locked(cell) or not names:
+            continue
+        found = forbidden_mentions(cell.source, names)
+        if found:
+            where = cell.metadata.get("nbgrader", {}).get("grade_id") or f"an added cell ({index})"
+            flags.append(f"{where}: " + "; ".join(found) + ", which a task forbids")
+    return flags
+
+
+def _records(cell) -> list:
+    return [o["data"][MIME] for o in cell.get("outputs", [])
+            if o.get("output_type") in ("display_data", "execute_result")
+            and MIME in o.get("data", {})]
+
+
+class GradeOutsideKernel(NbGraderPreprocessor):
+    """Judge each test cell's records in this process; the cell's outputs become the
+    verdict."""
+
+    def preprocess(self, nb, resources):
+        flags = _flags(nb)
+        flags += _static_flags(nb) + _rule_flags(nb)
+        for index, cell in enumerate(nb.cells):
+            stopped = cell.metadata.get("mha_stopped")
+            if stopped and not utils.is_grade(cell):
+                where = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
+                flags.append(f"{where}: {stopped}")
+            if cell.cell_type == "code" and utils.is_grade(cell):
+                self.grade(cell, flags)
+        return nb, resources
+
+    def grade(self, cell, flags: list) -> None:
+        match = HIDDEN_CALL.search(cell.source)
+        if match is None:
+            return
+        kind, task, variable, behaviour = match.groups()
+        grade_id = cell.metadata["nbgrader"]["grade_id"]
+        records = _records(cell)
+        stopped = cell.metadata.get("mha_stopped")
+        passed, text = False, ""
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                if not records:
+                    text = self.no_records(cell, variable, stopped)
+                    if not stopped and "is not defined" not in text:
+                        flags.append(f"{grade_id}: the test cell left no grading record")
+                elif kind == "record_answer":
+                    text, passed = mha_grading.judge_answer(task, records), True
+                else:
+                    text, passed = mha_grading.judge_records(task, behaviour, records), True
+            except mha_grading.RecordProblem as problem:
+                flags.append(f"{grade_id}: {problem}")
+                text = (f"{variable}: grading could not read what this cell recorded "
+                        f"({problem}); your instructor will look at it.")
+            except AssertionError as failed:
+                text = str(failed)
+            except Exception as err:  # a bug of grading, not of the student: say so
+                flags.append(f"{grade_id}: grading raised {error_text(err)}")
+                text = f"{variable}: grading could not judge this cell ({error_text(err)})."
+        if stopped and not passed and "time limit" not in text and "stopped" not in text:
+            text = f"{text} ({stopped}.)"
+        cell.outputs = ([NotebookNode(output_type="stream", name="stdout", text=text + "\n")]
+                        if passed else [_error_output("CheckFailed", text)])
+
+    @staticmethod
+    def no_records(cell, variable: str, stopped) -> str:
+        if stopped:
+            return f"{variable}: {stopped}; it gets no points."
+        errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+        if errors and errors[0].get("ename") == "NameError":
+            return (f"{variable} is not defined when this test cell runs: the cell that "
+                    "defines it is missing, raised an error, or defines another name.")
+        if errors:
+            return (f"{variable}: this test cell could not run your answer: "
+                    f"{errors[0].get('ename')}: {str(errors[0].get('evalue'))[:300]}")
+        return (f"{variable}: grading found no record of your answer in this cell; something "
+                "in the notebook replaced the grading functions. Your instructor will look.")
+
+
+class SaveGradingFlags(NbGraderPreprocessor):
+    """Put the notes in the gradebook: needs_manual_grade and an automatic comment."""
+
+    def preprocess(self, nb, resources):
+        flags = nb.metadata.get(FLAGS, {}).get("flags", [])
+        if not flags:
+            return nb, resources
+        notebook_id, assignment_id, student_id, db_url = _ids(resources)
+        with Gradebook(db_url) as gb:
+            first_comment = None
+            for cell in nb.cells:
+                grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+                if not grade_id:
+                    continue
+                if utils.is_grade(cell):
+                    grade = gb.find_grade(grade_id, notebook_id, assignment_id, student_id)
+                    grade.needs_manual_grade = True
+                if first_comment is None and (utils.is_solution(cell) or utils.is_task(cell)):
+                    first_comment = gb.find_comment(grade_id, notebook_id, assignment_id,
+                                                    student_id)
+            if first_comment is not None:
+                first_comment.auto_comment = REVIEW + "; ".join(flags)
+            gb.db.commit()
+        return nb, resources
+
+
+# -- feedback and export ----------------------------------------------------------------------
+
+def hidden_lines(gb, notebook_id: str, assignment_id: str) -> list[str]:
+    lines = set()
+    notebook = gb.find_notebook(notebook_id, assignment_id)
+    for cell in notebook.source_cells:
+        text = cell.source or ""
+        if "BEGIN HIDDEN TESTS" not in text:
+            continue
+        released = set(released_source(text).splitlines())
+        for line in text.splitlines():
+            if line.strip() and line not in released and len(line.strip()) >= 8:
+                lines.add(line.strip())
+    return sorted(lines, key=len, reverse=True)
+
+
+class ScrubHiddenSource(NbGraderPreprocessor):
+    """Remove every line of a hidden test from every output the feedback shows."""
+
+    def preprocess(self, nb, resources):
+        notebook_id, assignment_id, _, db_url = _ids(resources)
+        with Gradebook(db_url) as gb:
+            try:
+                secrets = hidden_lines(gb, notebook_id, assignment_id)
+            except MissingEntry:
+                secrets = []
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            kept = []
+            for output in cell.get("outputs", []):
+                if MIME in output.get("data", {}):
+                    continue
+                kept.append(_scrub(output, secrets))
+            cell.outputs = kept
+        return nb, resources
+
+
+def _scrub(value, secrets):
+    if isinstance(value, str):
+        for line in secrets:
+            value = value.replace(line, "[a hidden test line]")
+        if "BEGIN HIDDEN TESTS" in value or "END HIDDEN TESTS" in value:
+            value = value.replace("BEGIN HIDDEN TESTS", "[hidden]").replace(
+                "END HIDDEN TESTS", "[hidden]")
+        return value
+    if isinstance(value, list):
+        return [_scrub(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return type(value)({k: _scrub(v, secrets) for k, v in value.items()})
+    return value
+
+
+class ReviewCsvExport(CsvExportPlugin):
+    """nbgrader's CSV plus a ``needs_review`` column: why grading flagged a submission."""
+
+    def export(self, gradebook):
+        super().export(gradebook)
+        dest = self.to or "grades.csv"
+        with open(dest, newline="") as f:
+            rows = list(csv.DictReader(f))
+        fields = (list(rows[0].keys()) if rows else []) + ["needs_review"]
+        for row in rows:
+            row["needs_review"] = review_reasons(gradebook, row["assignment"], row["student_id"])
+        with open(dest, "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=fields)
+            writer.writeheader()
+            writer.writerows(rows)
+
+
+def review_reasons(gradebook, assignment: str, student: str) -> str:
+    try:
+        submission = gradebook.find_submission(assignment, student)
+    except MissingEntry:
+        return ""
+    reasons = []
+    for notebook in submission.notebooks:
+        for comment in notebook.comments:
+            text = comment.auto_comment or ""
+            if text.startswith(REVIEW):
+                reasons.append(text[len(REVIEW):])
+        if not reasons and any(g.needs_manual_grade for g in notebook.grades):
+            reasons.append("needs manual grading")
+    return " | ".join(reasons)

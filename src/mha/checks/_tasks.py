@@ -1,0 +1,267 @@
+"""An exercise task: its cases, its known mistakes, the rules its text states.
+
+A :class:`Task` runs an answer on each case while it watches three things the values
+alone do not show: calls to a function the task forbids (a :class:`Rule`, seen by a
+profile hook, whatever name the answer gave the function), a memory peak that only a
+forbidden construction reaches (the n x n Jacobian), and writes into the inputs. Then
+:func:`mha.checks._core.judge` compares the outputs with the reference and names the
+mistake.
+
+The same :meth:`Task.verdict` judges outcomes observed in the learner's kernel (the check
+in a test cell) and outcomes recorded there and judged by the grader in its own process
+(:mod:`mha.checks.grading`).
+"""
+
+from __future__ import annotations
+
+import sys
+import tracemalloc
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._core import (
+    NOT_ATTEMPTED,
+    Case,
+    CheckFailed,
+    NotAttempted,
+    Passed,
+    case_label,
+    error_text,
+    graded_elsewhere,
+    judge,
+    show,
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A rule the task text states, e.g. "do not call mha.softmax".
+
+    ``calls``: ``(module prefix, function name)`` pairs whose call breaks it, seen by a
+    profile hook whatever name the answer gave the function (``from mha import softmax as
+    s`` too): Python functions by the module that defines them, C functions (torch) by the
+    module of the function or of the tensor a method is called on. ``min_size(case)``: only
+    calls whose first argument has at least this many elements count (a softmax on the
+    whole row, not on a block). ``max_peak(case)``: bytes the answer may hold at its peak
+    (numbers traced by tracemalloc, which sees NumPy's arrays), or None.
+    """
+
+    text: str
+    calls: tuple = ()
+    min_size: Callable | None = None
+    max_peak: Callable | None = None
+    detail: str = "calls {name}"
+
+
+@dataclass
+class Observation:
+    """What one case did: its output or error, and what the watchers saw."""
+
+    out: object = None
+    err: BaseException | None = None
+    stopped: str = ""  # an exception that stopped the run (KeyboardInterrupt, SystemExit)
+    broken: list = field(default_factory=list)  # (rule text, detail)
+    mutated: list = field(default_factory=list)  # indices of inputs written into
+
+
+def _first_arg_size(frame) -> int:
+    code = frame.f_code
+    if code.co_argcount == 0:
+        return 0
+    value = frame.f_locals.get(code.co_varnames[0])
+    try:
+        return int(np.size(value)) if not hasattr(value, "numel") else int(value.numel())
+    except Exception:
+        return 0
+
+
+class _Watch:
+    """A profile hook that notes calls to the functions ``rules`` forbid."""
+
+    def __init__(self, rules: Sequence[Rule], case: Case):
+        self.case = case
+        self.by_name: dict = {}
+        for rule in rules:
+            for module, fname in rule.calls:
+                self.by_name.setdefault(fname, []).append((rule, module))
+        self.hits: list = []
+
+    def __call__(self, frame, event, arg):
+        if event == "call":
+            found = self.by_name.get(frame.f_code.co_name)
+            if found:
+                where = frame.f_globals.get("__name__", "") or ""
+                for rule, module in found:
+                    if where.startswith(module) and (rule.min_size is None or _first_arg_size(
+                            frame) >= rule.min_size(self.case)):
+                        self._hit(rule, f"{where}.{frame.f_code.co_name}")
+        elif event == "c_call":
+            found = self.by_name.get(getattr(arg, "__name__", ""))
+            if found:
+                owner = getattr(arg, "__self__", None)
+                where = getattr(arg, "__module__", None) or type(owner).__module__ or ""
+                for rule, module in found:
+                    if where.startswith(module) and rule.min_size is None:
+                        self._hit(rule, f"{module}.{arg.__name__}")
+
+    def _hit(self, rule: Rule, name: str) -> None:
+        entry = (rule.text, rule.detail.format(name=name))
+        if entry not in self.hits:
+            self.hits.append(entry)
+
+
+def _snapshot(value):
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if type(value).__module__.startswith("torch") and hasattr(value, "clone"):
+        return value.detach().clone()
+    return None
+
+
+def _changed(before, after) -> bool:
+    if isinstance(before, np.ndarray):
+        return not (before.shape == np.shape(after) and np.array_equal(
+            before, np.asarray(after), equal_nan=before.dtype.kind in "fc"))
+    try:
+        import torch
+
+        return not torch.equal(before, after.detach())
+    except Exception:
+        return True
+
+
+def observe(task: Task, answer, case: Case, catch_interrupts: bool = False) -> Observation:
+    """Run ``answer`` on ``case`` under the task's watchers."""
+    args = tuple(a.copy() if isinstance(a, np.ndarray) else
+                 (a.detach().clone() if _snapshot(a) is not None else a) for a in case.args)
+    before = [_snapshot(a) for a in args]
+    peak_rules = [r for r in task.rules if r.max_peak is not None and r.max_peak(case)]
+    call_rules = [r for r in task.rules if r.calls]
+    watch = _Watch(call_rules, case) if call_rules else None
+    obs = Observation()
+    tracing = False
+    old_profile = sys.getprofile()
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            if peak_rules and not tracemalloc.is_tracing():
+                tracemalloc.start()
+                tracing = True
+            if peak_rules:
+                tracemalloc.reset_peak()
+            if watch is not None:
+                sys.setprofile(watch)
+            try:
+                obs.out = task.call(answer, args, case.kwargs)
+            finally:
+                if watch is not None:
+                    sys.setprofile(old_profile)
+            if peak_rules:
+                peak = tracemalloc.get_traced_memory()[1]
+                for rule in peak_rules:
+                    if peak > rule.max_peak(case):
+                        obs.broken.append((rule.text, rule.detail.format(
+                            name=f"{peak / 1e6:.1f} MB", peak=peak)))
+    except Exception as err:  # the learner's error: reported as such
+        obs.err = err
+    except BaseException as err:  # KeyboardInterrupt (the time limit), SystemExit
+        if not catch_interrupts:
+            raise
+        obs.stopped = error_text(err)
+    finally:
+        if tracing:
+            tracemalloc.stop()
+    if watch is not None:
+        obs.broken[:0] = watch.hits
+    obs.mutated = [i for i, (b, a) in enumerate(zip(before, args, strict=True))
+                   if b is not None and _changed(b, a)]
+    return obs
+
+
+def _default_call(answer, args, kwargs):
+    return answer(*args, **kwargs)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One graded behaviour family: ``check(answer, behaviour)`` for the learner, the same
+    cases plus the hidden ones for grading."""
+
+    name: str
+    reference: Callable
+    cases: tuple
+    mistakes: tuple = ()
+    atol: float = 1e-6
+    prepare: Callable | None = None
+    rules: tuple = ()
+    keeps_inputs: bool = False  # the task says the answer must not change its inputs
+    call: Callable = _default_call
+    judge_fn: Callable | None = None  # (task, cases, outcomes) -> line, for non-value checks
+
+    def cases_for(self, behaviour: str | None, include_hidden: bool = False) -> list[Case]:
+        chosen = [c for c in self.cases if (behaviour is None or c.behaviour == behaviour)
+                  and (include_hidden or not c.hidden)]
+        if not chosen:
+            raise ValueError(f"{self.name}: no cases for behaviour {behaviour!r}.")
+        return chosen
+
+    def check(self, answer, behaviour: str | None = None) -> str:
+        """The learner's check: the visible cases; one line on success, else CheckFailed."""
+        __tracebackhide__ = True
+        cases = self.cases_for(behaviour)
+        if graded_elsewhere():
+            return Passed(f"{self.name}: graded by nbgrader.")
+        self.refuse_non_answers(answer)
+        observations = []
+        for case in cases:
+            obs = observe(self, answer, case)
+            observations.append(obs)
+            if obs.err is not None and isinstance(obs.err, NotImplementedError):
+                break
+        return self.verdict(cases[: len(observations)], observations)
+
+    def refuse_non_answers(self, answer) -> None:
+        if answer is None or answer is Ellipsis:
+            raise NotAttempted(f"{self.name}: not attempted yet (it is still {answer!r}).")
+        if not callable(answer):
+            raise CheckFailed(f"{self.name}: expected a function; got {show(answer)}.")
+
+    def verdict(self, cases: Sequence[Case], observations: Sequence[Observation]) -> str:
+        """Judge what the answer did on ``cases`` (in order; fewer observations than cases
+        when a run stopped): one line on success, else :class:`CheckFailed`."""
+        __tracebackhide__ = True
+        for obs in observations:
+            if obs.err is not None and (isinstance(obs.err, NotImplementedError) or getattr(
+                    obs.err, "type_name", "") == "NotImplementedError"):
+                raise NotAttempted(f"{self.name}: {NOT_ATTEMPTED}") from None
+        for case, obs in zip(cases, observations, strict=False):
+            if obs.stopped:
+                raise CheckFailed(
+                    f"{self.name}: your function was stopped on case {case_label(case)} by "
+                    f"{obs.stopped.split(':')[0]}: it ran past the time limit (or raised it "
+                    "itself); make sure it finishes, quickly, on every input.") from None
+        if len(observations) < len(cases):
+            case = cases[len(observations)]
+            raise CheckFailed(
+                f"{self.name}: your function never finished case {case_label(case)}: "
+                "grading stopped it at the time limit.") from None
+        for case, obs in zip(cases, observations, strict=False):
+            if obs.broken:
+                text, detail = obs.broken[0]
+                raise CheckFailed(f"{self.name}: the task says {text}; your answer {detail} "
+                                  f"(case {case_label(case)}).") from None
+        if self.keeps_inputs:
+            for case, obs in zip(cases, observations, strict=False):
+                if obs.mutated:
+                    raise CheckFailed(
+                        f"{self.name}: the task says your function must not change its "
+                        f"inputs; it wrote into input {obs.mutated[0] + 1} on case "
+                        f"{case_label(case)} (work on a copy).") from None
+        outcomes = [(obs.out, obs.err) for obs in observations]
+        if self.judge_fn is not None:
+            return self.judge_fn(self, list(cases), outcomes)
+        return judge(self.name, list(cases), outcomes, self.reference, self.mistakes,
+                     self.atol, self.prepare)

@@ -1,0 +1,239 @@
+"""Grading's pieces without nbgrader: records, their judgement, the watchers, the code scan.
+
+tests/test_grading_corpus.py runs the same through the real nbgrader flow.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mha.checks import _core, _tasks, grading
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "course"))
+import mha_grading  # noqa: E402
+
+
+def recorded(task, answer, behaviour=None, monkeypatch=None) -> list:
+    records = []
+    original = grading._emit
+    grading._emit = lambda r: records.append(json.loads(json.dumps(r)))
+    try:
+        grading.record(task, answer, behaviour)
+    finally:
+        grading._emit = original
+    return records
+
+
+def verdict(task, answer, behaviour=None) -> str:
+    try:
+        return "passed: " + grading.judge_records(task, behaviour, recorded(task, answer,
+                                                                             behaviour))
+    except AssertionError as err:
+        return str(err)
+
+
+def softmax_rows(x, dtype=float):
+    x = np.asarray(x, dtype=dtype)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("value", [
+    np.arange(6, dtype=np.float32).reshape(2, 3), np.array([np.nan, -np.inf, 1.5]),
+    np.array([[True, False]]), np.float64(0.25), np.bool_(True), (np.eye(2), [1, 2.5, "a"]),
+    None, 3, "b"])
+def test_a_recorded_value_comes_back_exactly(value):
+    back = grading.decode(json.loads(json.dumps(grading.encode(value))))
+    if isinstance(value, np.ndarray):
+        assert back.dtype == value.dtype and np.array_equal(back, value, equal_nan=True)
+    elif isinstance(value, tuple):
+        assert np.array_equal(back[0], value[0]) and back[1] == value[1]
+    else:
+        assert back == value and type(back) is type(value)
+
+
+def test_a_torch_output_is_recorded_as_its_numbers():
+    torch = pytest.importorskip("torch")
+    back = grading.decode(grading.encode(torch.ones(2, 3, dtype=torch.bfloat16)))
+    assert back.dtype == np.float32 and back.shape == (2, 3)
+
+
+def test_a_right_answer_passes_with_every_graded_case(capsys):
+    line = verdict("softmax", softmax_rows, "stable")
+    assert line == "passed: softmax: correct on 4 cases."  # 2 visible + 2 graded only
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_right_float32_or_float64_answer_gets_full_marks(dtype):
+    for behaviour in ("values", "stable", "masked"):
+        assert verdict("softmax", lambda x: softmax_rows(x, dtype), behaviour).startswith("passed")
+
+
+def test_a_softmax_in_longdouble_without_the_shift_fails_the_stability_cell():
+    def no_shift(x):
+        e = np.exp(np.asarray(x, dtype=np.longdouble))
+        return (e / e.sum(axis=-1, keepdims=True)).astype(float)
+
+    assert "max shift" in verdict("softmax", no_shift, "stable")
+
+
+def test_patching_numpy_while_answering_changes_only_the_answer(monkeypatch):
+    def cheat(x):
+        np.abs = lambda *a, **k: 0.0  # the comparison does not run here
+        return np.zeros(np.shape(x))
+
+    original = np.abs
+    try:
+        records = recorded("softmax", cheat, "values")
+    finally:
+        np.abs = original
+    with pytest.raises(_core.CheckFailed, match="wrong on case"):
+        grading.judge_records("softmax", "values", records)
+
+
+def test_an_answer_that_raises_is_told_so_with_its_type_and_message():
+    def broken(x):
+        raise TypeError("half done")
+
+    text = verdict("softmax", broken, "values")
+    assert "raised TypeError: half done" in text and "max shift" not in text
+
+
+def test_a_forbidden_call_under_an_alias_is_named_by_its_rule():
+    from mha import softmax as ready_made
+
+    text = verdict("softmax", lambda x: ready_made(x), "values")
+    assert "the task says do not call a ready-made softmax" in text
+
+
+def test_a_stopped_answer_is_told_it_ran_past_the_time_limit():
+    def stopped(x):
+        raise KeyboardInterrupt
+
+    assert "ran past the time limit" in verdict("softmax", stopped, "values")
+
+
+def test_a_forged_second_record_for_a_case_is_a_record_problem():
+    records = recorded("softmax", softmax_rows, "values")
+    with pytest.raises(grading.RecordProblem, match="two grading records"):
+        grading.judge_records("softmax", "values", records + records[:1])
+
+
+def test_a_record_for_another_task_is_a_record_problem():
+    records = recorded("read_out", lambda w, v: w @ v, "values")
+    with pytest.raises(grading.RecordProblem, match="another task"):
+        grading.judge_records("softmax", "values", records)
+
+
+def test_in_place_work_is_not_penalised_unless_the_task_says_so():
+    def in_place(x):
+        x = np.asarray(x)
+        x *= 2
+        return x
+
+    cases = (_core.Case("ones", (np.ones(3),)),)
+    free = _tasks.Task("double", lambda x: 2 * x, cases)
+    assert free.check(in_place) == "double: correct on 1 case."
+    strict = _tasks.Task("double", lambda x: 2 * x, cases, keeps_inputs=True)
+    with pytest.raises(_core.CheckFailed, match="must not change its inputs"):
+        strict.check(in_place)
+
+
+def test_building_the_jacobian_breaks_the_vector_form_rule():
+    def jacobian(p, g):
+        eye = np.eye(p.shape[-1])
+        jac = np.einsum("...i,ij->...ij", p, eye) - p[..., :, None] * p[..., None, :]
+        return np.einsum("...ij,...j->...i", jac, g)
+
+    assert "without building the n x n Jacobian" in verdict("softmax_grad", jacobian)
+    vector = verdict("softmax_grad", lambda p, g: p * (g - (p * g).sum(-1, keepdims=True)))
+    assert vector.startswith("passed")
+
+
+def test_a_passing_line_is_not_echoed_by_ipython():
+    line = _core.Passed("x: correct.")
+    assert line == "x: correct." and line._ipython_display_() is None
+
+
+def test_visible_checks_step_aside_under_autograde(monkeypatch):
+    from mha import checks
+
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert "graded by nbgrader" in checks.check_softmax(lambda x: x)
+    assert "graded by nbgrader" in checks.check_answer("ex01.read_out", [0, 0])
+
+
+# -- the code scan ----------------------------------------------------------------------------
+
+HOSTILE = {
+    "import builtins\nbuiltins.abs = len": "imports builtins",
+    "np.abs = lambda x: 0": "rewrites np.abs",
+    "import inspect\nf = inspect.currentframe().f_back": "f_back",
+    "print(In)": "uses In",
+    "import sys\nsys.modules['mha.checks'] = None": "imports sys",
+    "while True:\n    try:\n        pass\n    except KeyboardInterrupt:\n        pass":
+        "catches KeyboardInterrupt",
+    "try:\n    pass\nexcept:\n    pass": "bare except",
+    "exec('1')": "uses exec",
+    "checks.check_softmax = print": "checks",
+    "x = getattr(np, 'a' + 'bs')": "getattr with a computed name",
+    "def f(model, x):\n    return model.__name__": "__name__",
+}
+
+
+@pytest.mark.parametrize("code", sorted(HOSTILE))
+def test_the_scan_names_what_reaches_past_an_answer(code):
+    found = "; ".join(mha_grading.suspicious(code))
+    assert HOSTILE[code] in found, found
+
+
+def test_the_scan_flags_no_solution_of_any_set():
+    import re
+
+    import nbformat
+
+    for path in sorted((ROOT / "course" / "source").glob("*/*.ipynb")):
+        for cell in nbformat.read(path, 4).cells:
+            if cell.metadata.get("nbgrader", {}).get("solution"):
+                code = re.sub(r".*### (BEGIN|END) SOLUTION\n", "", cell.source)
+                assert mha_grading.suspicious(code) == [], (path.name, cell.source)
+
+
+def test_released_source_drops_exactly_the_hidden_lines():
+    source = "# 1 point\n### BEGIN HIDDEN TESTS\nsecret()\n### END HIDDEN TESTS\nvisible()"
+    assert mha_grading.released_source(source) == "# 1 point\nvisible()"
+
+
+def test_naming_a_forbidden_function_anywhere_in_an_answer_is_flagged():
+    found = mha_grading.forbidden_mentions(
+        "from mha import softmax as s\nTABLE = mha.reference.softmax(x)", {"softmax"})
+    assert found == ["imports softmax from mha (line 1)",
+                     "names mha.reference.softmax (line 2)"]
+
+
+def test_no_solution_names_a_function_its_set_forbids():
+    import nbformat
+
+    for path in sorted((ROOT / "course" / "source").glob("*/*.ipynb")):
+        nb = nbformat.read(path, 4)
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("solution"):
+                cell.metadata["nbgrader"]["locked"] = False
+        assert mha_grading._rule_flags(nb) == [], path.name
+
+
+def test_an_output_of_a_tensor_subclass_is_not_read_through_its_methods():
+    torch = pytest.importorskip("torch")
+
+    class Liar(torch.Tensor):
+        def numpy(self):
+            return np.zeros(2)
+
+    back = grading.decode(grading.encode(torch.ones(2).as_subclass(Liar)))
+    assert isinstance(back, grading.Opaque)

@@ -1,0 +1,146 @@
+"""A corpus of submissions (tests/grading_corpus.py) graded through the real flow.
+
+`make course-release`, `course-collect`, `course-autograde`, `course-feedback` and
+`course-export` on a copy of course/: each submission gets the points of the test cells it
+should pass, each failing cell's feedback says what its corpus entry expects (the named
+mistake, the rule, the error, the time limit), hostile ones are flagged in the export's
+needs_review column (and the others are not), no feedback shows a hidden line, and the
+autograde log has no "checksum ... has changed" warning (no corpus entry edits a locked
+cell). The autograde time is printed (-s).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from grading_corpus import CORPUS
+from test_classroom import VENV, hidden_lines, solution_code
+
+ROOT = Path(__file__).resolve().parents[1]
+CELL_TIMEOUT = 30  # `import torch` in an answer cell took over 8 s on a loaded 2-core machine
+
+
+def make(target: str, course: Path, **variables) -> subprocess.CompletedProcess:
+    """``make TARGET`` against the temporary course (a 50-submission autograde takes long)."""
+    args = ["make", "--no-print-directory", "-o", f"{VENV}/.installed", target,
+            f"VENV={VENV}", f"COURSE={course}", *[f"{k}={v}" for k, v in variables.items()]]
+    proc = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=1700)
+    assert proc.returncode == 0, f"make {target}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+
+def points(course: Path, assignment: str) -> dict:
+    nb = json.loads((course / "source" / assignment / f"{assignment}.ipynb").read_text())
+    return {c["metadata"]["nbgrader"]["grade_id"]: c["metadata"]["nbgrader"]["points"]
+            for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade")}
+
+
+def build(course: Path, exercises: Path, sub) -> nbformat.NotebookNode:
+    nb = nbformat.read(exercises / f"{sub.assignment}.ipynb", 4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            code = sub.answers.get(meta["grade_id"])
+            cell.source = (code.strip("\n") if code is not None
+                           else solution_code(course, sub.assignment, meta["grade_id"]))
+    return nb
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("corpus")
+    course, exercises, submitted = tmp / "course", tmp / "exercises", tmp / "submissions"
+    shutil.copytree(ROOT / "course" / "source", course / "source")
+    for name in ("nbgrader_config.py", "lms_collectors.py", "mha_grading.py"):
+        shutil.copy(ROOT / "course" / name, course / name)
+    with open(course / "nbgrader_config.py", "a") as f:
+        f.write(f"\nc.Execute.timeout = {CELL_TIMEOUT}\n")
+    make("course-release", course, EXERCISES=exercises)
+    for sub in CORPUS:
+        folder = submitted / sub.student / sub.assignment
+        folder.mkdir(parents=True)
+        nbformat.write(build(course, exercises, sub), folder / f"{sub.assignment}.ipynb")
+    make("course-collect", course, SUBMISSIONS=submitted)
+    start = time.perf_counter()
+    log = make("course-autograde", course)
+    seconds = time.perf_counter() - start
+    make("course-feedback", course)
+    make("course-export", course, GRADES_CSV=tmp / "grades.csv")
+    with open(tmp / "grades.csv", newline="") as f:
+        rows = {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
+    print(f"\nautograde: {len(CORPUS)} submissions in {seconds:.1f} s")
+    return {"course": course, "rows": rows, "log": log.stdout + log.stderr}
+
+
+IDS = [f"{s.student}-{s.assignment[:4]}" for s in CORPUS]
+
+
+def outputs_of(course: Path, sub) -> dict:
+    path = course / "autograded" / sub.student / sub.assignment / f"{sub.assignment}.ipynb"
+    nb = nbformat.read(path, 4)
+    texts = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            texts[meta["grade_id"]] = "".join(
+                o.get("text", "") + o.get("evalue", "") for o in cell.get("outputs", []))
+    return texts
+
+
+@pytest.mark.parametrize("sub", CORPUS, ids=IDS)
+def test_each_submission_gets_the_points_it_earns(graded, sub):
+    row = graded["rows"][sub.student, sub.assignment]
+    worth = points(graded["course"], sub.assignment)
+    earned = sum(p for cell, p in worth.items() if sub.expect.get(cell, "pass") == "pass")
+    assert float(row["score"]) == earned, outputs_of(graded["course"], sub)
+
+
+@pytest.mark.parametrize("sub", CORPUS, ids=IDS)
+def test_each_failed_cell_says_what_failed(graded, sub):
+    texts = outputs_of(graded["course"], sub)
+    for cell, text in texts.items():
+        want = sub.expect.get(cell, "pass")
+        if want == "pass":
+            assert "correct" in text, (cell, text)
+        else:
+            assert want in text, (cell, text)
+            assert "a hidden test failed" not in text
+            assert "hidden" not in text.replace("only grading runs", ""), (cell, text)
+
+
+@pytest.mark.parametrize("sub", CORPUS, ids=IDS)
+def test_hostile_submissions_and_only_they_are_flagged_for_review(graded, sub):
+    reason = graded["rows"][sub.student, sub.assignment]["needs_review"]
+    assert bool(reason) == sub.flagged, reason
+
+
+def test_no_feedback_shows_a_hidden_line(graded):
+    secrets = hidden_lines(graded["course"])
+    for sub in CORPUS:
+        path = (graded["course"] / "feedback" / sub.student / sub.assignment
+                / f"{sub.assignment}.html")
+        text = html.unescape(re.sub(r"<[^>]+>", "", path.read_text()))
+        assert "HIDDEN TESTS" not in text
+        leaked = [line for line in secrets if line in text]
+        assert not leaked, f"{sub.student}/{sub.assignment}: {leaked[:2]}"
+
+
+def test_no_submission_is_dropped(graded):
+    assert "Removing failed" not in graded["log"]
+    for sub in CORPUS:
+        assert (sub.student, sub.assignment) in graded["rows"]
+
+
+def test_an_untouched_test_cell_raises_no_checksum_warning(graded):
+    assert "has changed" not in graded["log"], re.findall(r".*has changed.*", graded["log"])[:3]
