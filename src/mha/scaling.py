@@ -102,17 +102,22 @@ def jacobian_norm(probs) -> float:
 def jacobian_norm_curve(z, scales) -> np.ndarray:
     """``jacobian_norm(softmax(c * z))`` for each score scale ``c`` in ``scales``.
 
-    ``z (n,)`` is a fixed score vector; ``c`` plays the role of an inverse
-    temperature (``c = 1 / temperature``). Returns ``(len(scales),)`` float64.
-    Refuses negative or non-finite scales.
+    ``z (n,)`` is a fixed score vector, or ``(R, n)`` for ``R`` rows at once;
+    ``c`` plays the role of an inverse temperature (``c = 1 / temperature``).
+    Returns ``(len(scales),)`` float64, or ``(R, len(scales))`` for ``R`` rows.
+    Refuses negative or non-finite scales and ``z`` of more than two axes.
     """
     z = as_float_array(z, "z").astype(np.float64)
-    if z.ndim != 1:
-        raise ValueError(f"z must be one row of scores (n,); got shape {z.shape}.")
+    if z.ndim not in (1, 2):
+        raise ValueError(f"z must be one row of scores (n,) or rows (R, n); got shape {z.shape}.")
     c = as_float_array(scales, "scales").astype(np.float64)
     if np.any(c < 0):
         raise ValueError("score scales must be >= 0 (a negative scale flips the ranking).")
-    return np.array([jacobian_norm(softmax(ci * z)) for ci in np.atleast_1d(c)])
+    c = np.atleast_1d(c)
+    probs = softmax(c[:, None] * z[..., None, :])  # (..., S, n): every scale at once
+    # J is symmetric and positive semi-definite: its norm is its largest eigenvalue.
+    top = np.linalg.eigvalsh(softmax_jacobian(probs))[..., -1]  # (..., S)
+    return np.maximum(top, 0.0)
 
 
 def unit_variance_scores(n_keys: int = 8, seed: int = 0) -> np.ndarray:
