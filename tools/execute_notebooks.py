@@ -68,6 +68,16 @@ def stable_widget_ids(nb, name: str):
     return nbformat.from_dict(json.loads(text))
 
 
+def collapse_check_cells(nb):
+    """Cells tagged ``check`` only pin the prose's numbers: JupyterLab shows them
+    collapsed (``metadata.jupyter.source_hidden``), so a learner reads prose, code
+    and pictures; strict nbval still runs them (docs/AUTHORING.md)."""
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "check" in cell.get("metadata", {}).get("tags", []):
+            cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+    return nb
+
+
 def execute(path: Path) -> float:
     nb = nbformat.read(path, as_version=4)
     if is_graded(nb):
@@ -81,7 +91,7 @@ def execute(path: Path) -> float:
                             resources={"metadata": {"path": str(path.parent)}})
     client.execute()
     seconds = time.perf_counter() - start
-    nb = stable_widget_ids(merge_streams(nb), path.name)
+    nb = collapse_check_cells(stable_widget_ids(merge_streams(nb), path.name))
     nbformat.write(slides.apply(nb) if LESSON.match(path.name) else nb, path)  # slide metadata
     print(f"ran    {shown(path)} in {seconds:.1f} s")
     return seconds

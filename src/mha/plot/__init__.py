@@ -19,9 +19,12 @@ from .curves import (
 from .heads import head_grid as head_grid  # lesson 06
 from .hull import convex_hull_2d, hull_picture
 from .matrices import gradient_heatmaps, heatmap, heatmap_row, mask_grid, scores_to_weights
+from .pipeline import STAGE_NAMES, computation_map  # every lesson's opening map
 from .tiles import tile_grid as tile_grid  # lesson 09
 
 __all__ = [
+    "STAGE_NAMES",
+    "computation_map",
     "convex_hull_2d",
     "gradient_heatmaps",
     "heatmap",
