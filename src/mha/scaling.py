@@ -33,6 +33,7 @@ __all__ = [
     "sample_head",
     "scores_at_width",
     "scaling_state",
+    "jacobian_norms_by_width",
 ]
 
 
@@ -186,3 +187,23 @@ def scaling_state(q, k, d_k: int, divide: bool) -> dict:
         "largest_weight": float(np.max(p)),
         "jacobian_norm": jacobian_norm(p),
     }
+
+
+def jacobian_norms_by_width(seeds, d_ks, divide: bool, n_keys: int = 8) -> np.ndarray:
+    """The gradient size of :func:`scaling_state` for many samples at once.
+
+    For each seed, :func:`sample_head` draws one query and ``n_keys`` keys
+    (``max(d_ks)`` features); for each width in ``d_ks`` the scores are
+    :func:`scores_at_width` and the result is the Jacobian norm of their
+    softmax. Returns ``(len(seeds), len(d_ks))`` float64: row ``r`` is what the
+    scaling explorer draws for ``seed = seeds[r]``, so a median over the rows
+    says what a typical sample does, not what one sample does.
+    """
+    widths = [_check_width(d) for d in np.atleast_1d(np.asarray(d_ks, dtype=object))]
+    out = np.empty((len(seeds), len(widths)))
+    for r, seed in enumerate(seeds):
+        q, k = sample_head(n_keys, max(widths), int(seed))
+        s = np.stack([scores_at_width(q, k, d, divide) for d in widths])  # (W, n)
+        top = np.linalg.eigvalsh(softmax_jacobian(softmax(s)))[..., -1]  # (W,)
+        out[r] = np.maximum(top, 0.0)
+    return out
