@@ -220,8 +220,11 @@ def chromium():
         browser.close()
 
 
+# A collapsed input (a lesson's `check` cell, source_hidden) shows a placeholder whose prompt stays
+# empty, and hides its real one: only displayed, non-placeholder prompts count.
 ALL_PROMPTS_NUMBERED = r"""() => {
-    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
+    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+        .filter(p => p.offsetParent !== null && !p.classList.contains('jp-Placeholder-prompt'));
     return prompts.length > 0 && prompts.every(p => /^\[\d+\]:$/.test(p.textContent.trim()));
 }"""
 NO_PROMPT_NUMBERED = r"""() => {
@@ -235,6 +238,7 @@ STDERR_OUTPUTS = (".jp-Notebook .jp-OutputArea-output"
                   "[data-mime-type='application/vnd.jupyter.stderr']")
 RUN_ALL_ENDED = r"""(stderrSelector) => {
     const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
+        .filter(p => p.offsetParent !== null && !p.classList.contains('jp-Placeholder-prompt'))
         .map(p => p.textContent.trim());
     if (prompts.length > 0 && prompts.every(p => /^\[\d+\]:$/.test(p))) return true;
     return document.querySelector(stderrSelector) !== null && !prompts.includes('[*]:');
