@@ -136,6 +136,7 @@ clean:
 # make class-env                          the hub's environment in CLASS_PREFIX (cached)
 # make class-accounts ROSTER=roster.csv   the accounts, passwords in CLASS_STATE/passwords.csv
 # make class-start / make class-stop      the hub on http://127.0.0.1:CLASS_PORT/
+# make class-autograde ASSIGNMENT=ex04_masks   autograde every submission of a set
 # make class-remove-accounts              remove the roster's accounts (homes included)
 CLASS_PREFIX   ?= /opt/mha-classroom
 CLASS_ENV       = $(CLASS_PREFIX)/env
@@ -148,7 +149,7 @@ CLASS_API_PORT ?= 8001
 ROSTER         ?= $(CLASS_STATE)/roster.csv
 CLASS_AS_ROOT   = @test "$$(id -u)" = 0 || { echo "$@: run as root (the hub starts each person's server as their Unix user)"; exit 2; }
 
-.PHONY: class-env class-accounts class-remove-accounts class-start class-stop
+.PHONY: class-env class-accounts class-remove-accounts class-start class-stop class-autograde
 
 class-env:
 	$(CLASS_AS_ROOT)
@@ -164,7 +165,8 @@ class-accounts:
 
 class-remove-accounts:
 	$(CLASS_AS_ROOT)
-	$(CLASS_PYTHON) classroom/accounts.py remove "$(ROSTER)"
+	$(CLASS_PYTHON) classroom/accounts.py remove "$(ROSTER)" --passwords "$(CLASS_STATE)/passwords.csv" \
+	    --exchange "$(CLASS_EXCHANGE)"
 
 class-start: class-env
 	$(CLASS_AS_ROOT)
@@ -178,7 +180,14 @@ class-start: class-env
 	    nohup "$(CLASS_ENV)/bin/jupyterhub" -f "$(abspath classroom/jupyterhub_config.py)" \
 	    >> hub.log 2>&1 < /dev/null &
 	$(CLASS_PYTHON) classroom/wait_for_hub.py "http://127.0.0.1:$(CLASS_HUB_PORT)/hub/health" \
-	    "$(CLASS_STATE)/hub.log" "$(CLASS_STATE)/jupyterhub.pid"
+	    "$(CLASS_STATE)/hub.log" "$(CLASS_STATE)/jupyterhub.pid" \
+	    --open "$(if $(filter 1,$(MHA_CLASS_PUBLIC)),https://<this host>:$(CLASS_PORT)/,http://127.0.0.1:$(CLASS_PORT)/)"
+
+# Every submission of one set in one action (the Formgrader's page grades one per click).
+class-autograde:
+	$(CLASS_AS_ROOT)
+	@test -n "$(ASSIGNMENT)" || { echo "usage: make class-autograde ASSIGNMENT=exNN_topic"; exit 2; }
+	$(CLASS_PYTHON) classroom/autograde_all.py "$(ROSTER)" "$(ASSIGNMENT)" --env "$(CLASS_ENV)"
 
 class-stop:
 	$(CLASS_AS_ROOT)

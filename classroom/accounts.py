@@ -1,7 +1,7 @@
 """Create or remove the Unix accounts of a class from a roster (run as root).
 
     python3 classroom/accounts.py create ROSTER.csv --passwords PASSWORDS.csv
-    python3 classroom/accounts.py remove ROSTER.csv
+    python3 classroom/accounts.py remove ROSTER.csv [--passwords PASSWORDS.csv] [--exchange DIR]
 
 The roster is a CSV with the columns ``username`` and ``role`` (``instructor`` or
 ``student``), exactly one instructor (classroom/roster.example.csv).
@@ -15,7 +15,12 @@ is left as it is. Every account made here carries the comment ``mha-classroom`` 
 field).
 
 remove: ends the account's remaining processes, then ``userdel --remove`` (home and all).
-Only accounts with the ``mha-classroom`` comment are removed; any other is refused.
+Only accounts with the ``mha-classroom`` comment are removed; any other is refused. With
+``--exchange``, everything the removed accounts owned in nbgrader's exchange goes too (their
+submissions, the instructor's released sets and feedback, the course folder the instructor
+made): left there, it would belong to a freed uid that the next new account may get. With
+``--passwords``, their lines leave the passwords file. It prints what it removed and what it
+kept.
 
 Only the standard library: this runs with the system Python.
 """
@@ -75,8 +80,8 @@ def install_course(home: Path, uid: int, gid: int) -> None:
     """~/mha-course (sources and config of this repository's course) and ~/nbgrader_config.py."""
     course = home / "mha-course"
     shutil.copytree(COURSE / "source", course / "source", dirs_exist_ok=True)
-    for name in ("nbgrader_config.py", "lms_collectors.py"):
-        shutil.copy(COURSE / name, course / name)
+    for module in COURSE.glob("*.py"):  # the config and the modules it imports
+        shutil.copy(module, course / module.name)
     shutil.copy(HERE / "instructor_nbgrader_config.py", home / "nbgrader_config.py")
     for path in [course, home / "nbgrader_config.py", *course.rglob("*")]:
         os.chown(path, uid, gid)
@@ -141,9 +146,11 @@ def end_processes(uid: int, grace: float = 5.0) -> None:
             return
 
 
-def remove(roster: dict[str, str]) -> list[str]:
-    """Remove the accounts this script made; returns the names removed."""
-    removed = []
+def remove(roster: dict[str, str], passwords: Path | None = None,
+           exchange: Path | None = None) -> list[str]:
+    """Remove the accounts this script made; returns the names removed. Also removes what
+    they owned under ``exchange`` and their lines in ``passwords``."""
+    removed, uids = [], set()
     for name in roster:
         if not exists(name):
             continue
@@ -152,12 +159,48 @@ def remove(roster: dict[str, str]) -> list[str]:
             raise SystemExit(f"{name}: not made by classroom/accounts.py "
                              f"(no {MARKER!r} comment): refusing to remove it")
         end_processes(entry.pw_uid)
+        uids.add(entry.pw_uid)
         subprocess.run(["userdel", "--remove", name], check=True, stderr=subprocess.PIPE)
         if Path(entry.pw_dir).exists():
             shutil.rmtree(entry.pw_dir)
         removed.append(name)
         print(f"{name}: removed")
+    if exchange is not None and uids:
+        for path in owned_by(exchange, uids):
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+            print(f"{path}: removed (it belonged to a removed account)")
+    if passwords is not None and removed:
+        forget_passwords(passwords, set(removed))
     return removed
+
+
+def owned_by(root: Path, uids: set[int]) -> list[Path]:
+    """The topmost paths under ``root`` (not ``root`` itself) owned by one of ``uids``."""
+    found, stack = [], [root] if root.is_dir() else []
+    while stack:
+        folder = stack.pop()
+        for path in sorted(folder.iterdir()):
+            if path.lstat().st_uid in uids:
+                found.append(path)
+            elif path.is_dir() and not path.is_symlink():
+                stack.append(path)
+    return found
+
+
+def forget_passwords(passwords: Path, names: set[str]) -> None:
+    """Drop the rows of ``names`` from the passwords file (kept mode 0600)."""
+    if not passwords.exists():
+        return
+    with open(passwords, newline="") as f:
+        rows = list(csv.reader(f))
+    kept = [r for r in rows if not r or r[0] not in names]
+    tmp = passwords.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", newline="") as f:
+        csv.writer(f).writerows(kept)
+    tmp.replace(passwords)
+    print(f"{passwords}: {len(rows) - len(kept)} line(s) of removed accounts deleted, "
+          f"{max(len(kept) - 1, 0)} kept")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,7 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=("create", "remove"))
     parser.add_argument("roster", type=Path)
     parser.add_argument("--passwords", type=Path, default=Path("/srv/mha-classroom/passwords.csv"),
-                        help="where create appends the new accounts' passwords (mode 0600)")
+                        help="where create appends the new accounts' passwords (mode 0600); "
+                             "remove deletes the removed accounts' lines")
+    parser.add_argument("--exchange", type=Path, default=None,
+                        help="remove: also delete what the removed accounts owned in this "
+                             "nbgrader exchange root")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("accounts.py makes and removes Unix users: run it as root")
@@ -173,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "create":
         create(roster, args.passwords)
     else:
-        remove(roster)
+        remove(roster, args.passwords, args.exchange)
     return 0
 
 

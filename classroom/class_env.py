@@ -9,6 +9,11 @@ PREFIX/env    a venv made from /usr/bin/python3 (not pyenv's, which lives under 
               and nbgrader (classroom/requirements.txt);
               env/etc/jupyter/nbgrader_config.py      classroom/nbgrader_config.py
               env/etc/jupyter-student/                classroom/student-config/
+              env/etc/jupyter-instructor/             classroom/instructor-config/
+              env/share/jupyter/lab/settings/         classroom/lab-settings/ (no news prompt)
+              env/share/mha-course/lessons/           notebooks/NN_*.ipynb (for students)
+              env/share/mha-course/*.py               classroom/sync_lessons.py,
+                                                      classroom/register_students.py
 PREFIX/proxy  configurable-http-proxy from npm.
 
 Cached: each step runs only when what it installs changed (a content hash of its inputs
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -121,7 +127,51 @@ def build(prefix: Path, python: str, torch_args: list[str]) -> None:
     shutil.copy(HERE / "nbgrader_config.py", etc / "jupyter" / "nbgrader_config.py")
     shutil.rmtree(etc / "jupyter-student", ignore_errors=True)
     shutil.copytree(HERE / "student-config", etc / "jupyter-student")
+    shutil.rmtree(etc / "jupyter-instructor", ignore_errors=True)
+    shutil.copytree(HERE / "instructor-config", etc / "jupyter-instructor")
+    # what the hub's pre-spawn hook hands out: the lessons, and the scripts it runs as each person
+    share = env / "share" / "mha-course"
+    shutil.rmtree(share, ignore_errors=True)
+    (share / "lessons").mkdir(parents=True)
+    for lesson in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        shutil.copy(lesson, share / "lessons" / lesson.name)
+    for script in ("sync_lessons.py", "register_students.py"):
+        shutil.copy(HERE / script, share / script)
+    # JupyterLab's defaults for everyone: no "Jupyter news?" prompt, no update check (both
+    # would reach outside; a class needs neither)
+    settings = env / "share" / "jupyter" / "lab" / "settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    shutil.copy(HERE / "lab-settings" / "overrides.json", settings / "overrides.json")
+    open_feedback_from_its_link(env)
     print(f"class environment ready: {env}")
+
+
+FEEDBACK_LINK = re.compile(
+    r'(\w+)\.commands\.execute\("filebrowser:go-to-path",\{path:(\w+)\}\)')
+PATCHED = "/*mha: open the feedback page*/"
+
+
+def open_feedback_from_its_link(env: Path) -> None:
+    """nbgrader's Assignments tab: "(view feedback)" only moves the file browser to the
+    feedback folder; make it also open the feedback page(s) in JupyterLab's HTML viewer.
+    A small, marked edit of nbgrader's lab extension bundle (nbgrader 0.9), made on every
+    run; if nbgrader's code changed so the pattern is gone, it says so and leaves it."""
+    bundles = env.glob("share/jupyter/labextensions/@jupyter/nbgrader/static/*.js")
+    for bundle in bundles:
+        text = bundle.read_text()
+        if PATCHED in text or "(view feedback)" not in text:
+            continue
+        match = FEEDBACK_LINK.search(text)
+        if match is None:
+            print(f"warning: {bundle}: nbgrader's feedback link not found; left as it is")
+            return
+        app, path = match.groups()
+        opened = (f'{match.group(0)}.then(function(){{return {app}.serviceManager.contents'
+                  f'.get({path})}}).then(function(m){{m.content.filter(function(f){{return '
+                  f'/\\.html$/.test(f.name)}}).forEach(function(f){{{app}.commands.execute('
+                  f'"docmanager:open",{{path:f.path}})}})}}){PATCHED}')
+        bundle.write_text(text[:match.start()] + opened + text[match.end():])
+        print(f"nbgrader's (view feedback) link now opens the page: {bundle.name}")
 
 
 def main(argv: list[str] | None = None) -> int:

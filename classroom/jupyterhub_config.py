@@ -26,7 +26,10 @@ public address without a certificate: passwords must never cross the network in 
 """
 
 import csv
+import json
 import os
+import pwd
+import subprocess
 import sys
 
 c = get_config()  # noqa: F821 (provided by traitlets when it loads this file)
@@ -40,16 +43,20 @@ PUBLIC = os.environ.get("MHA_CLASS_PUBLIC", "0") == "1"
 
 
 def read_roster(path):
-    """{username: role} from a CSV with the columns username and role (instructor|student)."""
+    """{username: role} from a CSV with the columns username and role (instructor|student),
+    and optionally first_name and last_name (NAMES)."""
     with open(path, newline="") as f:
         rows = [r for r in csv.DictReader(f) if r.get("username", "").strip()]
     roster = {r["username"].strip(): r.get("role", "student").strip() for r in rows}
+    NAMES.update({r["username"].strip(): ((r.get("first_name") or "").strip(),
+                                          (r.get("last_name") or "").strip()) for r in rows})
     instructors = [u for u, role in roster.items() if role == "instructor"]
     if len(instructors) != 1:
         raise SystemExit(f"{path}: the roster needs exactly one instructor, found {instructors}")
     return roster
 
 
+NAMES = {}  # username -> (first name, last name), "" where the roster has none
 ROSTER = read_roster(os.environ.get("MHA_CLASS_ROSTER", os.path.join(STATE, "roster.csv")))
 (INSTRUCTOR,) = [u for u, role in ROSTER.items() if role == "instructor"]
 
@@ -104,11 +111,42 @@ c.Spawner.environment = {
 }
 
 
+SHARE = os.path.join(ENV, "share", "mha-course")  # the lessons and two helper scripts
+                                                 # (classroom/class_env.py puts them there)
+
+
+def as_user(name, *args, stdin=None):
+    """Run a helper script as ``name`` (never as root in a home that person controls)."""
+    entry = pwd.getpwnam(name)
+    env = {"PATH": os.path.join(ENV, "bin") + ":/usr/bin:/bin", "HOME": entry.pw_dir}
+    result = subprocess.run([os.path.join(ENV, "bin", "python"), *args], user=entry.pw_uid,
+                            group=entry.pw_gid, extra_groups=[], cwd=entry.pw_dir, env=env,
+                            input=stdin, capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        print(f"{args[0]} as {name} failed:\n{result.stdout}{result.stderr}", file=sys.stderr)
+    return result
+
+
 def role_settings(spawner):
-    """Students get a config folder that turns the formgrader and course list off."""
-    if spawner.user.name != INSTRUCTOR:
+    """Before a server starts. Students: a config folder that turns the formgrader and course
+    list off, and the lessons in their home (classroom/sync_lessons.py: copied once, updated
+    while untouched, never overwritten once edited). The instructor: a config folder that
+    lets JupyterLab frame the Formgrader (its own origin only), and the roster's students,
+    with their names, in the gradebook (classroom/register_students.py)."""
+    name = spawner.user.name
+    if name != INSTRUCTOR:
         student_config = os.path.join(ENV, "etc", "jupyter-student")
         spawner.environment = {**spawner.environment, "JUPYTER_CONFIG_PATH": student_config}
+        as_user(name, os.path.join(SHARE, "sync_lessons.py"), os.path.join(SHARE, "lessons"),
+                pwd.getpwnam(name).pw_dir)
+        return
+    instructor_config = os.path.join(ENV, "etc", "jupyter-instructor")
+    spawner.environment = {**spawner.environment, "JUPYTER_CONFIG_PATH": instructor_config}
+    students = [{"id": u, "first_name": NAMES.get(u, ("", ""))[0] or u,
+                 "last_name": NAMES.get(u, ("", ""))[1]}
+                for u, role in ROSTER.items() if role == "student"]
+    as_user(name, os.path.join(SHARE, "register_students.py"),
+            os.path.join(pwd.getpwnam(name).pw_dir, "mha-course"), stdin=json.dumps(students))
 
 
 c.Spawner.pre_spawn_hook = role_settings

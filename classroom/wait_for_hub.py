@@ -1,7 +1,9 @@
 """Wait until the hub answers, or stop it (used by `make class-start` and `make class-stop`).
 
-    python3 classroom/wait_for_hub.py URL LOG [PIDFILE]  poll URL (the hub's /hub/health) for
-                                                         90 s, less if the hub exits
+    python3 classroom/wait_for_hub.py URL LOG [PIDFILE] [--open PUBLIC_URL]
+                                                       poll URL (the hub's internal /hub/health)
+                                                       for 90 s, less if the hub exits; then
+                                                       print PUBLIC_URL, the address people open
     python3 classroom/wait_for_hub.py --stop PIDFILE   SIGTERM the hub, wait until it is gone
     python3 classroom/wait_for_hub.py --idle PIDFILE   fail if the hub of PIDFILE is running
 
@@ -25,16 +27,17 @@ START_SECONDS = 90
 STOP_SECONDS = 60
 
 
-def wait(url: str, log: Path, pid_file: Path | None = None) -> int:
+def wait(url: str, log: Path, pid_file: Path | None = None, public: str | None = None) -> int:
     """Poll ``url`` until it answers 200; give up early once the hub of ``pid_file`` has
-    started and exited (e.g. a port taken), and show the end of its log."""
+    started and exited (e.g. a port taken), and show the end of its log. ``url`` is the hub's
+    internal health check; ``public`` (what people type) is what gets printed."""
     deadline = time.monotonic() + START_SECONDS
     seen = False
     while time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:
-                    print(f"the hub is up ({url})")
+                    print(f"the hub is up: open {public or url} and log in")
                     return 0
         except (urllib.error.URLError, OSError, http.client.HTTPException):
             pass
@@ -101,8 +104,11 @@ def main(argv: list[str]) -> int:
         return stop(Path(argv[1]))
     if len(argv) == 2 and argv[0] == "--idle":
         return idle(Path(argv[1]))
+    public = None
+    if len(argv) >= 2 and argv[-2] == "--open":
+        public, argv = argv[-1], argv[:-2]
     if len(argv) in (2, 3):
-        return wait(argv[0], Path(argv[1]), Path(argv[2]) if len(argv) == 3 else None)
+        return wait(argv[0], Path(argv[1]), Path(argv[2]) if len(argv) == 3 else None, public)
     print(__doc__, file=sys.stderr)
     return 2
 

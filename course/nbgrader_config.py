@@ -50,3 +50,12 @@ c.ClearSolutions.begin_solution_delimeter = "BEGIN SOLUTION"
 c.ClearSolutions.end_solution_delimeter = "END SOLUTION"
 c.ClearHiddenTests.begin_test_delimeter = "BEGIN HIDDEN TESTS"
 c.ClearHiddenTests.end_test_delimeter = "END HIDDEN TESTS"
+
+# The feedback page: math as MathML (no MathJax from a CDN), long lines wrapped
+# (course/feedback_page.py). GenerateFeedback keeps its own preprocessors above and runs this one
+# first, so the page shows the math typeset even inside JupyterLab's HTML viewer.
+from feedback_page import TEMPLATE_NAME, MathToMathML, WrapLongLines, template_dirs  # noqa: E402
+
+c.GenerateFeedback.preprocessors = [MathToMathML, *c.GenerateFeedback.preprocessors, WrapLongLines]
+c.HTMLExporter.template_name = TEMPLATE_NAME
+c.HTMLExporter.extra_template_basedirs = template_dirs()

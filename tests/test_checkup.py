@@ -1,6 +1,8 @@
-"""mha.checkup: the named checks pass good modules, and a failure names itself."""
+"""mha.checkup: any module's call is found, checks it cannot run say so, failures name a mistake."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 
@@ -8,33 +10,25 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from mha import broken  # noqa: E402
-from mha._checkup_adapters import _projections  # noqa: E402
-from mha.checkup import (  # noqa: E402
-    CHECKS,
-    Adapter,
-    _loop_over_heads,
-    checkup,
-    checkup_table,
-    qkv_adapter,
-)
+from mha.checkup import CHECKS, MISTAKES, Adapter, checkup, checkup_table  # noqa: E402
+from mha.checkup.__main__ import main  # noqa: E402
 from mha.layers import MultiHeadAttention  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
-WEIGHT_CHECKS = {"rows sum to 1", "need_weights invariance", "score spread"}
 
-
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("packed", [False, True])
-def test_package_module_manual_passes_every_check(dtype, packed):
+def test_package_module_passes_every_check_in_every_dtype(dtype, packed):
     report = checkup(MultiHeadAttention(8, 2, packed_qkv=packed, dtype=dtype))
-    assert report.passed and all(r.passed for r in report.results), str(report)
+    assert all(r.passed for r in report.results), str(report)
 
 
-def test_package_module_sdpa_passes_and_skips_only_the_weight_checks():
+def test_package_module_sdpa_passes_and_the_weight_checks_say_not_run():
     report = checkup(MultiHeadAttention(8, 2, impl="sdpa"))
     assert report.passed, str(report)
-    assert {r.name for r in report.results if r.passed is None} == WEIGHT_CHECKS
+    assert report.not_run == ["rows sum to 1", "weights path"]
+    assert report["weights path"].detail.startswith("not run: ")
 
 
 @pytest.mark.parametrize("batch_first", [True, False])
@@ -43,25 +37,42 @@ def test_nn_multihead_attention_passes_every_check(batch_first):
     assert all(r.passed for r in report.results), str(report)
 
 
-def test_dropout_in_the_package_module_is_off_in_eval_and_finite_in_training():
-    assert checkup(MultiHeadAttention(8, 2, dropout=0.5)).passed
+def test_nn_multihead_attention_without_bias_passes_every_check():
+    assert all(r.passed for r in checkup(nn.MultiheadAttention(8, 2, bias=False)).results)
 
 
 def test_every_check_is_reported_once_in_order():
     assert [r.name for r in checkup(MultiHeadAttention(8, 2)).results] == list(CHECKS)
 
 
-def test_a_failed_check_names_the_likely_mistake():
+def test_a_failed_check_names_the_mistake_it_measured():
     report = checkup(broken.BrokenScaleDModel(8, 2))
-    assert report.failed == ["loop over heads"]
-    assert "sqrt(d_model)" in report["loop over heads"].likely
-    assert "likely: " in str(report)
+    assert report.failed == ["scale"] and report.mistakes == ["scale sqrt(d_model)"]
+    assert "q.k / 2.828" in report["scale"].detail  # sqrt(8), not sqrt(dh) = 2
+    assert f"likely: scale sqrt(d_model): {MISTAKES['scale sqrt(d_model)']}" in str(report)
+
+
+def test_a_missing_scale_is_named():
+    class NoScale(broken.StepwiseAttention):
+        def scores(self, q, k):
+            return q @ k.transpose(-2, -1)
+
+    report = checkup(NoScale(8, 2))
+    assert report.failed == ["scale"] and report.mistakes == ["no scale"]
+
+
+def test_every_failed_check_names_a_known_mistake_unless_its_call_raised():
+    for cls in broken.BROKEN:
+        report = checkup(cls(8, 2))
+        for name in report.failed:
+            assert report[name].mistakes or report[name].detail.startswith("calling it raised")
+            assert set(report[name].mistakes) <= set(MISTAKES)
 
 
 def test_a_check_whose_call_raises_fails_and_shows_the_error():
     report = checkup(broken.BrokenPaddingBroadcast(8, 2), batch=3, length=5)
     assert report["padding invariance"].passed is False
-    assert report["padding invariance"].detail.startswith("raised RuntimeError")
+    assert report["padding invariance"].detail.startswith("calling it raised RuntimeError")
 
 
 def test_checkup_leaves_mode_global_random_state_and_grads_as_found():
@@ -76,6 +87,7 @@ def test_checkup_leaves_mode_global_random_state_and_grads_as_found():
 def test_eval_determinism_is_not_fooled_by_reseeding():
     report = checkup(broken.BrokenDropoutAtInference(8, 2), seed=3)
     assert report["eval determinism"].passed is False
+    assert "dropout at inference" in report.mistakes
 
 
 def test_large_init_fails_score_spread_and_default_init_passes():
@@ -83,17 +95,123 @@ def test_large_init_fails_score_spread_and_default_init_passes():
     assert checkup(MultiHeadAttention(16, 4))["score spread"].passed
 
 
-def test_loop_over_heads_reference_equals_the_package_module():
-    module = MultiHeadAttention(8, 4, dtype=torch.float64)
-    x = torch.randn(2, 3, 8, dtype=torch.float64)
-    with torch.no_grad():
-        torch.testing.assert_close(_loop_over_heads(x, _projections(module)(), 4), module(x)[0])
+# -- calls the check-up reads from the signature ---------------------------------------
+
+class FixedCausal(nn.Module):
+    """Called as (x): a causal buffer, no flags, no weights (a bare tensor back)."""
+
+    def __init__(self, d, h):
+        super().__init__()
+        self.h, self.qkv, self.o = h, nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.register_buffer("tril", torch.tril(torch.ones(8, 8)))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = (z.view(b, t, self.h, -1).transpose(1, 2) for z in self.qkv(x).chunk(3, -1))
+        s = (q @ k.transpose(-2, -1) / math.sqrt(c // self.h))
+        s = s.masked_fill(self.tril[:t, :t] == 0, float("-inf"))
+        return self.o((s.softmax(-1) @ v).transpose(1, 2).reshape(b, t, c))
 
 
-def test_qkv_adapter_takes_batch_first_from_the_module_unless_told():
-    layer = nn.MultiheadAttention(8, 2)  # batch_first=False
-    assert checkup(qkv_adapter(layer)).passed
-    assert "batch independence" in checkup(qkv_adapter(layer, batch_first=True)).failed
+def test_a_module_called_with_x_alone_is_read_as_always_causal():
+    report = checkup(FixedCausal(8, 2))
+    assert report.passed, str(report)
+    assert report.not_run == ["padding invariance", "positions stay apart", "weights path"]
+    assert any("always causal" in note for note in report.notes)
+
+
+def test_a_not_run_check_says_what_to_pass():
+    report = checkup(FixedCausal(8, 2))
+    assert report["padding invariance"].detail.startswith("not run: the module takes no key "
+                                                          "padding mask")
+    assert "not run  padding invariance" in str(report)
+
+
+class EncoderOnly(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.d_model, self.lin = d, nn.Linear(d, 3 * d)
+
+    def forward(self, x):
+        q, k, v = self.lin(x).chunk(3, -1)
+        return (q @ k.transpose(-2, -1) / math.sqrt(self.d_model)).softmax(-1) @ v
+
+
+def test_a_module_that_reads_every_position_is_not_failed_on_causality():
+    report = checkup(EncoderOnly(8))
+    assert report["causality"].passed is None and "pass causal=True" in \
+        report["causality"].detail
+    assert report.passed
+
+
+def test_causal_true_asks_an_encoder_only_module_for_causality_and_it_fails():
+    assert checkup(EncoderOnly(8), causal=True)["causality"].passed is False
+
+
+def test_a_mask_arguments_meaning_is_read_from_behaviour_or_taken_as_told():
+    class KeepMask(nn.Module):  # mask: True = may attend
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(8, 24)
+
+        def forward(self, x, mask=None):
+            q, k, v = self.lin(x).chunk(3, -1)
+            s = q @ k.transpose(-2, -1) / math.sqrt(8)
+            if mask is not None:
+                s = s.masked_fill(~mask.reshape(*mask.shape[-3:]) if mask.dim() == 4
+                                  else ~mask, float("-inf"))
+            return s.softmax(-1) @ v
+
+    report = checkup(KeepMask())
+    assert report.passed and any("True read as keep" in n for n in report.notes), str(report)
+    told = checkup(KeepMask(), mask_means="blocked")
+    assert "mask inverted" in told.mistakes
+
+
+# -- refusals ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("kw", "name"), [({"batch": 1}, "batch"), ({"length": 2}, "length"),
+                                          ({"batch": 2.0}, "batch")])
+def test_checkup_refuses_sizes_too_small_for_its_checks(kw, name):
+    with pytest.raises(ValueError, match=f"{name} must be an int >= "):
+        checkup(MultiHeadAttention(8, 2), **kw)
+
+
+@pytest.mark.parametrize("atol", [-1, float("nan"), float("inf"), "x", True])
+def test_checkup_refuses_a_bad_atol(atol):
+    with pytest.raises(ValueError, match="atol must be a finite number >= 0"):
+        checkup(MultiHeadAttention(8, 2), atol=atol)
+
+
+@pytest.mark.parametrize("seed", [1.5, -1, "0", None, False])
+def test_checkup_refuses_a_bad_seed(seed):
+    with pytest.raises(ValueError, match="seed must be an int >= 0"):
+        checkup(MultiHeadAttention(8, 2), seed=seed)
+
+
+def test_checkup_refuses_what_is_not_a_module():
+    with pytest.raises(TypeError, match="checkup needs an nn.Module"):
+        checkup(lambda x: x)
+
+
+class NoParameters(nn.Module):
+    def forward(self, x):
+        return (x @ x.transpose(-2, -1) / math.sqrt(x.shape[-1])).softmax(-1) @ x
+
+
+def test_a_module_without_parameters_asks_for_d_model_instead_of_raising_stopiteration():
+    with pytest.raises(ValueError, match="pass d_model="):
+        checkup(NoParameters())
+
+
+def test_a_module_without_parameters_runs_and_gradients_say_not_run():
+    report = checkup(NoParameters(), d_model=8)
+    assert report["gradients"].passed is None and report.passed
+
+
+def test_checkup_refuses_a_module_that_changes_the_shape():
+    with pytest.raises(ValueError, match=r"returned out of shape \(5, 5, 4\)"):
+        checkup(nn.Linear(8, 4))
 
 
 def test_a_hand_built_adapter_is_used_as_given():
@@ -103,9 +221,8 @@ def test_a_hand_built_adapter_is_used_as_given():
         return module(x, key_padding_mask=key_padding_mask, is_causal=False,
                       need_weights=need_weights)  # forgets the causal flag
 
-    report = checkup(Adapter(module, 8, 2, run))  # no projections given
-    assert report.failed == ["causality"]
-    assert report["loop over heads"].passed is None
+    report = checkup(Adapter(module, 8, 2, run))
+    assert report.failed == ["causality"] and report.mistakes == ["mask ignored"]
 
 
 def test_checkup_table_has_a_row_per_module_and_a_mark_per_check():
@@ -114,41 +231,72 @@ def test_checkup_table_has_a_row_per_module_and_a_mark_per_check():
     lines = checkup_table(reports).splitlines()
     assert lines[-2].split() == ["good"] + ["."] * len(CHECKS)
     marks = lines[-1].split()[1:]
-    assert marks[list(CHECKS).index("loop over heads")] == "X" and marks.count("X") == 1
+    assert marks[list(CHECKS).index("scale")] == "X" and marks.count("X") == 1
 
 
-@pytest.mark.parametrize(("kw", "name"), [({"batch": 1}, "batch"), ({"length": 2}, "length"),
-                                          ({"batch": 2.0}, "batch")])
-def test_checkup_refuses_sizes_too_small_for_its_checks(kw, name):
-    with pytest.raises(ValueError, match=f"{name} must be an int >= "):
-        checkup(MultiHeadAttention(8, 2), **kw)
+# -- python -m mha.checkup --------------------------------------------------------------
+
+def _write(tmp_path, body):
+    path = tmp_path / "mine.py"
+    path.write_text("import math\nimport torch\nfrom torch import nn\n\n" + body)
+    return path
 
 
-def test_checkup_refuses_a_module_without_the_package_attributes():
-    with pytest.raises(TypeError, match="needs an nn.Module with d_model and n_heads"):
-        checkup(nn.Linear(8, 8))
+GOOD = '''
+class Mine(nn.Module):
+    def __init__(self, embed_dim, num_heads):
+        super().__init__()
+        self.h, self.qkv, self.out = num_heads, nn.Linear(embed_dim, 3 * embed_dim), \\
+            nn.Linear(embed_dim, embed_dim)
+
+    def forward(self, x, is_causal=False):
+        b, t, c = x.shape
+        q, k, v = (z.view(b, t, self.h, -1).transpose(1, 2) for z in self.qkv(x).chunk(3, -1))
+        s = q @ k.transpose(-2, -1) / math.sqrt(DIVISOR)
+        if is_causal:
+            s = s.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+        return self.out((s.softmax(-1) @ v).transpose(1, 2).reshape(b, t, c))
+'''
 
 
-def test_checkup_refuses_a_module_it_cannot_call_and_says_how_to_wrap_it():
-    class OtherCall(nn.Module):
-        d_model, n_heads = 8, 2
-
-        def __init__(self):
-            super().__init__()
-            self.lin = nn.Linear(8, 8)
-
-        def forward(self, x, mask=None):
-            return self.lin(x), None
-
-    with pytest.raises(TypeError, match="could not call the module.*checkup.Adapter"):
-        checkup(OtherCall())
+def test_cli_prints_the_report_and_exits_0_when_nothing_fails(tmp_path, capsys):
+    path = _write(tmp_path, GOOD.replace("DIVISOR", "c // self.h"))
+    assert main([f"{path}:Mine", "--d-model", "16", "--heads", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "pass  scale: scores = q.k / 2 " in out and "0 failed" in out
 
 
-def test_checkup_refuses_a_module_that_returns_a_bare_tensor():
-    module = MultiHeadAttention(8, 2)
-    adapter = Adapter(module, 8, 2, lambda x, *rest: module(x)[0])
-    with pytest.raises(TypeError, match=r"must return \(out, weights or None\); got Tensor"):
-        checkup(adapter)
+def test_cli_exits_1_and_names_the_mistake_when_a_check_fails(tmp_path, capsys):
+    path = _write(tmp_path, GOOD.replace("DIVISOR", "c"))
+    assert main([f"{path}:Mine", "--d-model", "16", "--heads", "4"]) == 1
+    assert "likely: scale sqrt(d_model)" in capsys.readouterr().out
+
+
+def test_cli_exits_2_naming_a_missing_class(tmp_path, capsys):
+    path = _write(tmp_path, GOOD.replace("DIVISOR", "c"))
+    assert main([f"{path}:Other"]) == 2
+    assert "has no 'Other'; its nn.Module classes: ['Mine']" in capsys.readouterr().err
+
+
+def test_cli_says_how_to_pass_a_module_it_cannot_build(tmp_path, capsys):
+    path = _write(tmp_path, GOOD.replace("DIVISOR", "c").replace(
+        "(self, embed_dim, num_heads):", "(self, embed_dim, num_heads, block):"))
+    assert main([f"{path}:Mine"]) == 2
+    assert "def make(): return Mine(...), and pass file.py:make" in capsys.readouterr().err
+
+
+def test_cli_runs_as_a_module_from_a_terminal(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    path = _write(tmp_path, GOOD.replace("DIVISOR", "1"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-m", "mha.checkup", f"{path}:Mine", "--d-model",
+                           "8", "--heads", "2"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 1 and "likely: no scale" in done.stdout, done.stderr
+
 
 # -- lesson 10's pictures (mha.plot.checkup) ----------------------------------------
 
@@ -161,19 +309,19 @@ def _pictures():
     return pictures
 
 
-def test_checkup_grid_draws_pass_fail_and_skipped_and_outlines_the_expected_cell():
+def test_checkup_grid_draws_pass_fail_and_not_run_and_outlines_the_expected_cell():
     import matplotlib.pyplot as plt
 
     reports = {"sdpa": checkup(MultiHeadAttention(8, 2, impl="sdpa")),
                "scale": checkup(broken.BrokenScaleDModel(8, 2))}
-    ax, image = _pictures().checkup_grid(reports, {"scale": "loop over heads"})
+    ax, image = _pictures().checkup_grid(reports, {"scale": "scale"})
     values = image.get_array()
-    heads, rows = list(CHECKS).index("loop over heads"), list(CHECKS).index("rows sum to 1")
-    assert values[1, heads] == 0 and values[0, heads] == 1 and values.mask[0, rows]
+    col, rows = list(CHECKS).index("scale"), list(CHECKS).index("rows sum to 1")
+    assert values[1, col] == 0 and values[0, col] == 1 and values.mask[0, rows]
     assert [t.get_text() for t in ax.get_xticklabels()] == list(CHECKS)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["sdpa", "scale"]
     (outline,) = ax.patches
-    assert outline.get_xy() == (heads - 0.5, 0.5)
+    assert outline.get_xy() == (col - 0.5, 0.5)
     plt.close("all")
 
 

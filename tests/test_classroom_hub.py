@@ -174,8 +174,9 @@ class Classroom:
         self.tmp.chmod(0o755)  # the exchange inside must be reachable by every user
         self.state, self.exchange = self.tmp / "state", self.tmp / "exchange"
         self.roster = self.tmp / "roster.csv"
-        with open(self.roster, "w", newline="") as f:
-            csv.writer(f).writerows([("username", "role"), *users.items()])
+        with open(self.roster, "w", newline="") as f:  # names as "First<user> Last<user>"
+            csv.writer(f).writerows([("username", "role", "first_name", "last_name"),
+                                     *((u, r, f"First{u}", f"Last{u}") for u, r in users.items())])
         self.port, hub_port, api_port = free_ports(3)
         self.ports = {"public": self.port, "hub": hub_port, "proxy_api": api_port}
         self.vars = {"ROSTER": self.roster, "CLASS_STATE": self.state,
@@ -194,7 +195,7 @@ class Classroom:
         self.uids = {u: pwd.getpwnam(u).pw_uid for u in self.users}
         with open(self.state / "passwords.csv", newline="") as f:
             self.passwords = {r["username"]: r["password"] for r in csv.DictReader(f)}
-        make("class-start", **self.vars)
+        self.start_output = make("class-start", **self.vars).stdout
         self.hub_pid = int((self.state / "jupyterhub.pid").read_text())
         proxy = self.state / "proxy.pid"
         deadline = time.monotonic() + 10
@@ -227,7 +228,14 @@ class Classroom:
                 os.kill(pid, 9)
         if self.roster.exists():
             with contextlib.suppress(AssertionError):
-                make("class-remove-accounts", ROSTER=self.roster)
+                self.removal_output = make("class-remove-accounts", ROSTER=self.roster,
+                                           CLASS_STATE=self.state,
+                                           CLASS_EXCHANGE=self.exchange).stdout
+        passwords = self.state / "passwords.csv"
+        self.after_removal = {
+            "passwords": passwords.read_text() if passwords.exists() else "",
+            "exchange": sorted(str(p.relative_to(self.exchange)) for p in self.exchange.rglob("*"))
+            if self.exchange.exists() else []}
         shutil.rmtree(self.tmp, ignore_errors=True)
         return self.leftovers()
 
@@ -404,8 +412,8 @@ def hub_class():
         released = {s: entry(people[s].assignments(), "released") for s in CLASS}
         work = {s: work_on_it(people[s], replace) for s, (replace, _) in CLASS.items()}
         teacher.formgrader(f"assignment/{ASSIGNMENT}/collect")
-        for s in CLASS:
-            teacher.formgrader(f"submission/{ASSIGNMENT}/{s}/autograde")
+        autograde_all = make("class-autograde", ROSTER=room.roster, ASSIGNMENT=ASSIGNMENT,
+                             CLASS_STATE=room.state)  # every submission in one action
         teacher.formgrader(f"assignment/{ASSIGNMENT}/generate_feedback")
         teacher.formgrader(f"assignment/{ASSIGNMENT}/release_feedback")
         feedback = {}
@@ -417,7 +425,7 @@ def hub_class():
               f"(ready after {', '.join(f'{v:.1f}' for v in opened.values())} s); "
               f"release to feedback {t_flow:.1f} s")
         yield {"room": room, "people": people, "logins": logins, "released": released,
-               "work": work, "feedback": feedback}
+               "work": work, "feedback": feedback, "autograde_all": autograde_all}
     assert room.left == [], f"the class left behind: {room.left}"
 
 
@@ -519,6 +527,55 @@ def test_a_students_cookie_gets_403_on_the_instructors_server(hub_class):
         assert r.status_code == 403, (page, r.status_code, r.url)
 
 
+def test_class_start_prints_the_address_people_open(hub_class):
+    room = hub_class["room"]
+    assert f"open http://127.0.0.1:{room.port}/ and log in" in room.start_output
+    assert f":{room.ports['hub']}/" not in room.start_output.split("the hub is up")[-1]
+
+
+def test_one_action_autogrades_every_submission(hub_class):
+    out = hub_class["autograde_all"].stdout + hub_class["autograde_all"].stderr
+    for student in CLASS:
+        assert f"Autograding submission: {student}" in out or student in out, out[-2000:]
+
+
+def test_the_formgrader_lists_students_by_their_roster_names(hub_class):
+    teacher = hub_class["people"][INSTRUCTOR]
+    r = teacher.get("formgrader/api/students")
+    assert r.status_code == 200, r.text[:300]
+    names = {s["id"]: (s["first_name"], s["last_name"]) for s in r.json()}
+    for student in CLASS:
+        assert names.get(student) == (f"First{student}", f"Last{student}"), names
+
+
+def test_jupyterlab_may_frame_the_instructors_formgrader(hub_class):
+    teacher = hub_class["people"][INSTRUCTOR]
+    csp = teacher.get("formgrader").headers.get("Content-Security-Policy", "")
+    assert "frame-ancestors 'self'" in csp, csp
+
+
+def test_students_servers_still_refuse_to_be_framed(hub_class):
+    student = hub_class["people"][next(iter(CLASS))]
+    csp = student.get("lab").headers.get("Content-Security-Policy", "")
+    assert "frame-ancestors 'none'" in csp, csp
+
+
+def test_every_student_finds_the_lessons_in_their_home(hub_class):
+    for student in CLASS:
+        listing = hub_class["people"][student].get("api/contents/").json()["content"]
+        names = {item["name"] for item in listing}
+        assert {"00_start_here.ipynb", "04_masks.ipynb"} <= names, sorted(names)
+
+
+def test_the_exercises_link_to_its_lesson_resolves(hub_class):
+    student = next(iter(CLASS))
+    work = hub_class["work"][student]
+    folder = work["path"].rsplit("/", 1)[0]
+    lesson = f"{folder}/../04_masks.ipynb".lstrip("/")
+    r = hub_class["people"][student].get(f"api/contents/{lesson}", params={"content": 0})
+    assert r.status_code == 200, (lesson, r.status_code)
+
+
 def test_students_have_no_formgrader_of_their_own(hub_class):
     r = hub_class["people"]["mhat-partly"].get("formgrader/api/status")
     assert r.status_code == 404, r.status_code
@@ -555,6 +612,24 @@ def test_only_127_0_0_1_is_listened_on(hub_class):
 
 
 # -- cleanup -------------------------------------------------------------------------------
+
+def test_removing_the_accounts_removes_what_they_owned_in_the_exchange_and_their_passwords():
+    require_root()
+    make("class-env")
+    users = {"mhat-y-lecturer": "instructor", "mhat-y-student": "student"}
+    with running_class(users) as room:
+        course = room.exchange / "mha-course" / "inbound" / "mhat-y-student+ex04+2026"
+        course.mkdir(parents=True)
+        (course / "ex04.ipynb").write_text("{}")
+        for path, who in ((room.exchange / "mha-course", "mhat-y-lecturer"),
+                          (room.exchange / "mha-course" / "inbound", "mhat-y-lecturer"),
+                          (course, "mhat-y-student"), (course / "ex04.ipynb", "mhat-y-student")):
+            os.chown(path, room.uids[who], room.uids[who])
+    assert room.left == [], room.left
+    assert room.after_removal["exchange"] == [], room.after_removal
+    assert "mhat-y-" not in room.after_removal["passwords"], room.after_removal["passwords"]
+    assert "removed (it belonged to a removed account)" in room.removal_output
+
 
 def test_a_failing_step_still_removes_everything():
     require_root()

@@ -13,7 +13,9 @@ def stub(weights, values):
 
 
 def test_the_untouched_stub_is_not_yet_attempted():
-    assert verdict(check_read_out, stub).startswith("Not yet: read_out: not attempted yet")
+    line = verdict(check_read_out, stub)
+    assert line.startswith("Not yet: read_out: not attempted yet")
+    assert "then run this cell again" in line and "run its cell" not in line
 
 
 def test_a_known_mistake_is_named():

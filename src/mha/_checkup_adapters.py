@@ -1,107 +1,245 @@
 """How the check-up calls a module: one ``run(x, causal, key_padding_mask, need_weights)``.
 
-:func:`adapt` wraps the package's modules (and :mod:`mha.broken`'s) and
-``nn.MultiheadAttention``-style ``(query, key, value)`` modules; masks are in the
-package convention (bool, **True = blocked** / padded). Imported by
-:mod:`mha.checkup`, which re-exports every name here.
+:func:`adapt` reads the module's ``forward`` signature and builds the call,
+renaming nothing in the module:
+
+* self-attention ``forward(x, ...)`` or ``(query, key, value, ...)`` (three
+  required inputs, as ``nn.MultiheadAttention``: called with ``x`` three times);
+  ``batch_first`` from the module's attribute of that name (True if it has none);
+* causal attention by a flag (``is_causal=`` / ``causal=``), a mask argument
+  (``attn_mask=`` / ``mask=`` / ``attention_mask=``), or none at all (a module
+  with a fixed causal buffer, or no mask);
+* key padding by ``key_padding_mask=`` (True = padded, PyTorch's meaning),
+  ``padding_mask=`` or a mask argument (``(B, 1, T, T)``, else ``(B, T, T)``);
+* weights by ``need_weights=`` / ``return_weights=`` / ``return_attention=`` /
+  ``output_attentions=`` (``average_attn_weights=False`` when it exists), or
+  returned always (``(out, weights)``), or never (a bare tensor).
+
+A mask argument whose meaning the name does not fix (``mask=``, ``attn_mask=``,
+``attention_mask=``, ``padding_mask=``) is read from the module's behaviour
+(:func:`mask_meaning`) unless ``mask_means="blocked"`` / ``"keep"`` is given.
+Inside the check-up every mask is bool with **True = blocked** / padded.
+Imported by :mod:`mha.checkup`, which re-exports :class:`Adapter` and :func:`adapt`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
-from .compare import named_projections
+__all__ = ["Adapter", "adapt", "mask_meaning"]
+
+_CAUSAL_FLAGS = ("is_causal", "causal")
+_PAD_NAMES = ("key_padding_mask", "src_key_padding_mask", "padding_mask", "pad_mask")
+_MASK_NAMES = ("attn_mask", "mask", "attention_mask", "src_mask")
+_WEIGHT_FLAGS = ("need_weights", "return_weights", "return_attention", "output_attentions",
+                 "return_attn", "return_attn_weights")
+_D_MODEL_NAMES = ("d_model", "embed_dim", "n_embd", "d_out", "hidden_size", "dim", "emb_dim",
+                  "embedding_dim", "d_in")
+_HEAD_NAMES = ("n_heads", "num_heads", "n_head", "nhead", "heads", "h", "num_attention_heads")
 
 
 @dataclass
 class Adapter:
     """``module`` with the check-up's call: ``run(x, causal, key_padding_mask, need_weights)``.
 
-    ``has_weights`` False means ``run`` returns None for the weights (the
-    weight checks are then skipped). ``projections`` returns
-    ``{"W_Q": (C, C), "b_Q": (C,) or absent, ..., "W_O", "b_O"}`` in ``nn.Linear``'s
-    ``(out, in)`` layout for the loop over heads; None skips that check.
+    ``run`` returns ``(out (B, T, C), weights or None)``; ``key_padding_mask`` is
+    ``(B, T)`` bool, True = padded. What the call can ask for:
+    ``causal``: "flag" (asked per call), "always" (the module is causal whatever
+    the call), "never"; ``padding``: the call can pass a key padding mask;
+    ``weights``: "flag" (returned when asked), "always", or None (never);
+    ``d_model``, ``n_heads`` (None: read from the module's behaviour);
+    ``notes``: how the module was called, for the report.
+    A hand-built ``Adapter(module, d_model, n_heads, run)`` claims every option.
     """
 
     module: nn.Module
     d_model: int
-    n_heads: int
+    n_heads: int | None
     run: object
     has_weights: bool = True
-    projections: object = None
+    causal: str = "flag"
+    padding: bool = True
+    weights: str | None = "flag"
+    notes: list = field(default_factory=list)
+
+    def __post_init__(self):
+        if not self.has_weights:
+            self.weights = None
 
 
-def _projections(module):
-    return lambda: named_projections(module, dict(module.named_parameters()))
+def _find_int(module, names):
+    for name in names:
+        value = getattr(module, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
-def package_adapter(module) -> Adapter:
-    """Adapter for ``module(x, key_padding_mask=, need_weights=, is_causal=)`` modules."""
-    has_weights = getattr(module, "impl", "manual") != "sdpa"
-
-    def run(x, causal, key_padding_mask, need_weights):
-        return module(x, key_padding_mask=key_padding_mask, need_weights=need_weights,
-                      is_causal=causal)
-
-    return Adapter(module, module.d_model, module.n_heads, run, has_weights,
-                   _projections(module))
-
-
-def qkv_adapter(module, batch_first: bool | None = None) -> Adapter:
-    """Adapter for ``nn.MultiheadAttention``-style ``(query, key, value)`` modules.
-
-    ``batch_first`` defaults to ``module.batch_first``; when False the input is
-    transposed to ``(T, B, C)`` and the output back. The causal mask goes in as
-    ``attn_mask`` ``(T, T)`` bool, True = not allowed (``nn.MultiheadAttention``'s
-    meaning, the same as the package's); per-head weights are asked for.
-    """
-    first = getattr(module, "batch_first", True) if batch_first is None else batch_first
-
-    def run(x, causal, key_padding_mask, need_weights):
-        t = x.shape[1]
-        attn_mask = torch.ones(t, t, dtype=torch.bool).triu(1) if causal else None
-        inp = x if first else x.transpose(0, 1)
-        out, w = module(inp, inp, inp, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                        need_weights=need_weights, average_attn_weights=False)
-        return (out if first else out.transpose(0, 1)), w
-
-    return Adapter(module, module.embed_dim, module.num_heads, run, True, _projections(module))
+def _d_model(module):
+    found = _find_int(module, _D_MODEL_NAMES)
+    if found is not None:
+        return found
+    for sub in module.modules():  # the first nn.Linear's input width
+        if isinstance(sub, nn.Linear):
+            return sub.in_features
+    for p in module.parameters():  # or the first matrix's
+        if p.dim() == 2:
+            return p.shape[0]
+    return None
 
 
-def adapt(module) -> Adapter:
-    """An :class:`Adapter` for ``module``: itself, :func:`qkv_adapter` or the package call.
+def _split(out):
+    """``(out, weights or None)`` from whatever the module returned."""
+    if isinstance(out, torch.Tensor):
+        return out, None
+    if isinstance(out, tuple | list) and out and isinstance(out[0], torch.Tensor):
+        w = out[1] if len(out) > 1 and isinstance(out[1], torch.Tensor) else None
+        return out[0], w
+    raise TypeError(f"the module must return a tensor or (out, weights); got "
+                    f"{type(out).__name__}.")
 
-    Refuses (``TypeError``) anything but an ``nn.Module`` with ``d_model`` and
-    ``n_heads`` attributes, an ``nn.MultiheadAttention``, or an :class:`Adapter`.
+
+def _causal_mask(t):
+    return torch.ones(t, t, dtype=torch.bool).triu(1)  # (T, T), True = blocked
+
+
+def adapt(module, *, d_model=None, n_heads=None, batch_first=None, mask_means=None,
+          causal=None) -> Adapter:
+    """An :class:`Adapter` for ``module`` from its ``forward`` signature (see the module docstring).
+
+    ``mask_means``: "blocked" or "keep", the meaning of True in a mask argument
+    whose name does not fix it (None: read from behaviour). ``causal``: True or
+    False to say whether a module without a causal option is meant to be causal
+    (None: read from its behaviour and buffers). Refuses (``TypeError``)
+    anything but an ``nn.Module`` or an :class:`Adapter`, and (``ValueError``)
+    a ``d_model`` it cannot find (pass ``d_model=``).
     """
     if isinstance(module, Adapter):
         return module
-    if isinstance(module, nn.MultiheadAttention):
-        return qkv_adapter(module)
-    if not isinstance(module, nn.Module) or not hasattr(module, "d_model") \
-            or not hasattr(module, "n_heads"):
-        raise TypeError(f"checkup needs an nn.Module with d_model and n_heads (the package's "
-                        f"call), an nn.MultiheadAttention, or a checkup.Adapter; got "
-                        f"{type(module).__name__}. Wrap other modules in "
-                        "Adapter(module, d_model, n_heads, run).")
-    return package_adapter(module)
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"checkup needs an nn.Module (or a checkup.Adapter); got "
+                        f"{type(module).__name__}.")
+    if mask_means not in (None, "blocked", "keep"):
+        raise ValueError(f"mask_means must be 'blocked', 'keep' or None; got {mask_means!r}.")
+    if causal not in (None, True, False):
+        raise ValueError(f"causal must be True, False or None; got {causal!r}.")
+    c = d_model if d_model is not None else _d_model(module)
+    if c is None:
+        raise ValueError(f"checkup could not find the model width of {type(module).__name__} "
+                         "(no d_model/embed_dim attribute, no nn.Linear, no matrix parameter); "
+                         "pass d_model=.")
+    heads = n_heads if n_heads is not None else _find_int(module, _HEAD_NAMES)
+    params = inspect.signature(module.forward).parameters
+    names = list(params)
+    required = [n for n, p in params.items() if p.default is inspect.Parameter.empty
+                and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    n_inputs = 3 if len(required) >= 3 else 1
+    first = getattr(module, "batch_first", True) if batch_first is None else batch_first
+    flag = next((n for n in _CAUSAL_FLAGS if n in names), None)
+    pad = next((n for n in _PAD_NAMES if n in names), None)
+    mask = next((n for n in _MASK_NAMES if n in names), None)
+    wflag = next((n for n in _WEIGHT_FLAGS if n in names), None)
+    fixed_meaning = {"key_padding_mask": "blocked", "src_key_padding_mask": "blocked"}
+    notes = [f"called as {type(module).__name__}({'x, x, x' if n_inputs == 3 else 'x'}, ...), "
+             f"input {'(B, T, C)' if first else '(T, B, C)'}"]
+    meaning = {"pad": fixed_meaning.get(pad, mask_means), "mask": mask_means}
+    # causal: "flag", "mask", "flag+mask" (the flag needs a mask too) or "none";
+    # form: how padding goes in the mask argument: "4" (B, 1, T, T), "3" (B, T, T), "keys" (B, T)
+    style = {"causal": "flag" if flag else "mask", "form": "4"}
+
+    def to_module(m, which):  # our True = blocked -> the module's meaning
+        return m if meaning[which] in (None, "blocked") else ~m
+
+    def run(x, causal_, key_padding_mask, need_weights):
+        b, t, _ = x.shape
+        kw = {}
+        if flag:
+            kw[flag] = bool(causal_)
+        blocked = None
+        if causal_ and style["causal"] in ("mask", "flag+mask") and mask:
+            blocked = _causal_mask(t)  # (T, T)
+        if key_padding_mask is not None:
+            if pad:
+                kw[pad] = to_module(key_padding_mask, "pad")
+            elif mask and style["form"] == "keys":
+                blocked = key_padding_mask  # (B, T): the module spreads it itself
+            elif mask:
+                keys = key_padding_mask[:, None, None, :]  # (B, 1, 1, T)
+                blocked = (keys if blocked is None else (blocked | keys)).expand(b, 1, t, t)
+                if style["form"] == "3":
+                    blocked = blocked[:, 0]  # (B, T, T) for a one-head module
+        if wflag:
+            kw[wflag] = bool(need_weights)
+        if "average_attn_weights" in names:
+            kw["average_attn_weights"] = False
+        inp = x if first else x.transpose(0, 1)
+        if blocked is not None:
+            kw[mask] = to_module(blocked, "mask")
+        out, w = _split(module(*([inp] * n_inputs), **kw))
+        if not first:
+            out = out.transpose(0, 1)
+        return out, w
+
+    a = Adapter(module, c, heads, run, causal="flag" if (flag or mask) else "unknown",
+                padding=bool(pad or mask), weights="flag" if wflag else "unknown", notes=notes)
+    a._meaning, a._mask_name, a._pad_name = meaning, mask, pad
+    a._style, a._flag = style, flag
+    a._declared_causal = causal
+    return a
 
 
-def _probe(a: Adapter, x) -> None:
-    """Refuse a module the adapter cannot call, before any check runs."""
-    try:
-        result = a.run(x, False, None, False)
-    except TypeError as err:
-        raise TypeError(f"checkup could not call the module as run(x, causal, "
-                        f"key_padding_mask, need_weights): {err}. Wrap it in "
-                        "checkup.Adapter(module, d_model, n_heads, run) with a run that "
-                        "calls it.") from err
-    if not (isinstance(result, tuple | list) and len(result) == 2):
-        raise TypeError(f"the module must return (out, weights or None); got "
-                        f"{type(result).__name__}.")
-    if tuple(result[0].shape) != tuple(x.shape):
-        raise ValueError(f"the module returned out of shape {tuple(result[0].shape)} for x of "
-                         f"shape {tuple(x.shape)}; the check-up needs (B, T, C) in and out.")
+def mask_meaning(a: Adapter, x, outputs_differ) -> str | None:
+    """Read what True means in the module's mask argument from its behaviour.
+
+    Passes a causal mask both ways: the reading under which the output at
+    position 0 ignores later tokens is the module's (``outputs_differ(a, b)``
+    compares two outputs). Returns "blocked", "keep", or None when neither
+    reading, or both, are causal (the module then ignores the mask or is broken).
+    """
+    name = getattr(a, "_mask_name", None)
+    if name is None:
+        return None
+    if a._style["causal"] not in ("mask", "flag+mask"):
+        return _meaning_from_padding(a, x, outputs_differ)
+    x2 = x.clone()
+    x2[:, 1:] = -2.0 * x[:, 1:].flip(1)
+    found = []
+    for reading in ("blocked", "keep"):
+        a._meaning["mask"] = reading
+        try:
+            first = a.run(x, True, None, False)[0][:, :1]
+            second = a.run(x2, True, None, False)[0][:, :1]
+        except Exception:  # noqa: BLE001 - this reading does not fit the module
+            continue
+        if torch.isfinite(first).all() and not outputs_differ(first, second):
+            found.append(reading)
+    a._meaning["mask"] = found[0] if len(found) == 1 else None
+    return a._meaning["mask"]
+
+
+def _meaning_from_padding(a, x, outputs_differ):
+    """What True means in a padding-only mask argument: the reading under which the real
+    positions of a padded sequence ignore its padded tokens."""
+    if a._pad_name is not None:
+        return None
+    t = x.shape[1]
+    pad = torch.zeros(x.shape[0], t, dtype=torch.bool)
+    pad[:, t - 2:] = True  # the last two positions padded in every sequence
+    x2 = x.clone()
+    x2[:, t - 2:] = -2.0 * x[:, t - 2:]
+    found = []
+    for reading in ("blocked", "keep"):
+        a._meaning["mask"] = reading
+        try:
+            first = a.run(x, False, pad, False)[0][:, :t - 2]
+            second = a.run(x2, False, pad, False)[0][:, :t - 2]
+        except Exception:  # noqa: BLE001 - this reading does not fit the module
+            continue
+        if torch.isfinite(first).all() and not outputs_differ(first, second):
+            found.append(reading)
+    a._meaning["mask"] = found[0] if len(found) == 1 else None
+    return a._meaning["mask"]

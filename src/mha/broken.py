@@ -81,10 +81,10 @@ class BrokenViewSplit(StepwiseAttention):
 
     Symptom: right shapes, no error; each "head" holds pieces of several
     positions, so with the usual merge a position reads the future. Caught by
-    the loop over heads (and causality).
+    positions stay apart (and causality, scale).
     """
 
-    caught_by = "loop over heads"
+    caught_by = "positions stay apart"
 
     def split(self, x):
         b, t, _ = x.shape
@@ -110,10 +110,10 @@ class BrokenScaleDModel(StepwiseAttention):
     """Scores divided by ``sqrt(d_model)`` instead of ``sqrt(dh)``.
 
     Symptom: weights too flat by a factor ``sqrt(H)`` in the exponent; trains,
-    slowly. Caught by the loop over heads.
+    slowly. Caught by scale.
     """
 
-    caught_by = "loop over heads"
+    caught_by = "scale"
 
     def scores(self, q, k):
         return q @ k.transpose(-2, -1) / math.sqrt(self.d_model)  # wrong: d_model
@@ -222,7 +222,7 @@ class BrokenUnusedProjection(StepwiseAttention):
     """Keys computed with ``q_proj``: ``k_proj`` never reaches the loss.
 
     Symptom: training runs; ``k_proj.weight.grad is None`` after ``backward()``
-    (None, not zeros). Caught by every parameter gets a gradient (and the loop over heads).
+    (None, not zeros). Caught by gradients.
     """
 
     caught_by = "gradients"
@@ -304,10 +304,10 @@ class BrokenWeightsPath(StepwiseAttention):
 
     Symptom: the output changes with ``need_weights``; a test that asks for
     weights checks a different model than the one deployed. Caught by
-    need_weights invariance.
+    weights path.
     """
 
-    caught_by = "need_weights invariance"
+    caught_by = "weights path"
 
     def forward(self, query, key_padding_mask=None, need_weights=False, *, is_causal=False):
         out, weights = super().forward(query, key_padding_mask, True, is_causal=is_causal)

@@ -220,15 +220,15 @@ def chromium():
         browser.close()
 
 
-# A collapsed input (a lesson's `check` cell, source_hidden) shows a placeholder whose prompt stays
-# empty, and hides its real one: only displayed, non-placeholder prompts count.
+# Every code cell's input prompt; a check cell (source collapsed, tag "check") shows a
+# placeholder whose prompt stays empty after it runs, so placeholders are left out.
+PROMPTS = ".jp-Notebook .jp-CodeCell .jp-InputPrompt:not(.jp-Placeholder-prompt)"
 ALL_PROMPTS_NUMBERED = r"""() => {
-    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
-        .filter(p => p.offsetParent !== null && !p.classList.contains('jp-Placeholder-prompt'));
+    const prompts = [...document.querySelectorAll(PROMPTS)];
     return prompts.length > 0 && prompts.every(p => /^\[\d+\]:$/.test(p.textContent.trim()));
 }"""
 NO_PROMPT_NUMBERED = r"""() => {
-    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')];
+    const prompts = [...document.querySelectorAll(PROMPTS)];
     return prompts.length > 0 && prompts.every(p => !/\d/.test(p.textContent));
 }"""
 # Run All has ended: every prompt numbered, or (after an error, which makes the kernel drop the
@@ -237,12 +237,14 @@ NO_PROMPT_NUMBERED = r"""() => {
 STDERR_OUTPUTS = (".jp-Notebook .jp-OutputArea-output"
                   "[data-mime-type='application/vnd.jupyter.stderr']")
 RUN_ALL_ENDED = r"""(stderrSelector) => {
-    const prompts = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputPrompt')]
-        .filter(p => p.offsetParent !== null && !p.classList.contains('jp-Placeholder-prompt'))
+    const prompts = [...document.querySelectorAll(PROMPTS)]
         .map(p => p.textContent.trim());
     if (prompts.length > 0 && prompts.every(p => /^\[\d+\]:$/.test(p))) return true;
     return document.querySelector(stderrSelector) !== null && !prompts.includes('[*]:');
 }"""
+ALL_PROMPTS_NUMBERED, NO_PROMPT_NUMBERED, RUN_ALL_ENDED = (
+    js.replace("(PROMPTS)", f"('{PROMPTS}')")
+    for js in (ALL_PROMPTS_NUMBERED, NO_PROMPT_NUMBERED, RUN_ALL_ENDED))
 # SHA-256 of the bytes behind an <img> (an ipywidgets Image shows a blob: URL, new on every
 # value, even for identical bytes): tells "redrawn" apart from "redrawn differently".
 IMAGE_DIGEST = r"""async (img) => {
@@ -363,7 +365,7 @@ class RecordedPage:
 
     def prompts(self) -> list[str]:
         """The input prompts of all code cells, e.g. ['[1]:', '[*]:', '[ ]:']."""
-        return self.page.locator(".jp-Notebook .jp-CodeCell .jp-InputPrompt").all_inner_texts()
+        return self.page.locator(PROMPTS).all_inner_texts()
 
     def outside_requests(self) -> list[str]:
         """Requested URLs whose host is not 127.0.0.1 (data: URLs carry no host)."""

@@ -27,3 +27,23 @@ def test_lesson_00_markdown_renders_a_heading(lesson_00_open):
 def test_lesson_00_page_requests_stay_on_127_0_0_1(lesson_00_open):
     assert lesson_00_open.requests, "no request was recorded: the recorder is broken"
     assert lesson_00_open.outside_requests() == []
+
+
+def test_lesson_00_your_turn_output_says_not_yet_and_its_solution_is_folded(lesson_00_open):
+    # 00 explains the your-turn cells to a learner: the stored stub's line and a closed
+    # "Solution" are what they see first.
+    page = lesson_00_open.page
+    verdict = page.locator(".jp-OutputArea-output", has_text="Not yet: causal_mask")
+    verdict.first.wait_for(state="visible")
+    details = page.locator(".jp-RenderedMarkdown details", has_text="Solution")
+    assert details.count() >= 1
+    assert details.first.evaluate("d => d.open") is False
+    assert not details.first.locator("pre").first.is_visible()
+
+
+def test_lesson_00_shows_the_map_of_the_computation(lesson_00_open):
+    page = lesson_00_open.page
+    images = page.locator(".jp-OutputArea-output img")
+    images.first.wait_for(state="visible")
+    sizes = images.evaluate_all("imgs => imgs.map(i => [i.naturalWidth, i.naturalHeight])")
+    assert any(w > 2.5 * h for w, h in sizes), sizes  # the wide, short map is among them

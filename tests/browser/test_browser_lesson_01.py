@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-pytestmark = [pytest.mark.browser, pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]  # Run All on a busy 2-core machine
 
 LESSON = "01_weighted_sum.ipynb"
 NUMBER = r"(-?[\d.]+)"
@@ -116,3 +116,109 @@ def test_arrow_key_on_length_slider_stretches_the_query_and_sharpens_the_weights
 def test_page_requests_stay_on_127_0_0_1(lesson_01_ran):
     assert lesson_01_ran.requests, "no request was recorded: the recorder is broken"
     assert lesson_01_ran.outside_requests() == []
+
+
+# -- fits the screen, sharp, usable, fast (issue 19) ------------------------------------------
+
+# Time from a key press on a slider to the new picture's src in the page, measured in the page
+# (performance.now()): the key listener runs at the press, a MutationObserver at the new src.
+TIME_ONE_REDRAW = r"""async ([img, handle]) => {
+    const changed = new Promise(resolve => {
+        const observer = new MutationObserver(() => { observer.disconnect();
+                                                      resolve(performance.now()); });
+        observer.observe(img, {attributes: true, attributeFilter: ['src']});
+        setTimeout(() => { observer.disconnect(); resolve(null); }, 10000);
+    });
+    const start = performance.now();
+    handle.dispatchEvent(new KeyboardEvent('keydown', {key: 'ArrowRight', bubbles: true}));
+    const end = await changed;
+    return end === null ? null : end - start;
+}"""
+REDRAW_BUDGET_MS = 100
+SCREEN = {"width": 1440, "height": 900}
+
+
+def test_explorer_fits_a_1440_by_900_screen_with_its_controls(lesson_01_ran):
+    page = lesson_01_ran.page
+    page.set_viewport_size(SCREEN)
+    box = explorer(page)
+    box.scroll_into_view_if_needed()
+    area = box.bounding_box()
+    notebook = page.locator(".jp-NotebookPanel .jp-Notebook").bounding_box()
+    assert area["width"] <= notebook["width"], (area, notebook)  # no sideways scrolling
+    assert area["height"] <= SCREEN["height"] - 200, area  # with JupyterLab's bars around it
+    for control in box.locator(".widget-slider").all():
+        rect = control.bounding_box()
+        assert rect["x"] >= area["x"] - 1 and rect["x"] + rect["width"] <= area["x"] + area[
+            "width"] + 1, rect
+
+
+def test_explorer_picture_is_shown_at_its_natural_size_not_stretched(lesson_01_ran):
+    page = lesson_01_ran.page
+    page.set_viewport_size(SCREEN)
+    image = explorer(page).locator("img")
+    natural, shown = image.evaluate(
+        "img => [[img.naturalWidth, img.naturalHeight], [img.clientWidth, img.clientHeight]]")
+    assert natural[0] > 600 and shown == natural, (natural, shown)
+
+
+def test_angle_slider_track_is_wide_enough_to_drag_by_the_degree(lesson_01_ran):
+    # The default slider was about 120 px: a 30 px drag turned the query 85 degrees.
+    page = lesson_01_ran.page
+    page.set_viewport_size(SCREEN)
+    box = explorer(page)
+    track = box.locator(".widget-slider .noUi-target").first.bounding_box()
+    assert track["width"] >= 360, track  # 360 degrees: at least a pixel per degree
+    handle = box.locator(".widget-slider .noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    h = handle.bounding_box()
+    readout = box.locator(".widget-slider .widget-readout").first
+    angle_before = float(readout.inner_text())
+    x, y = h["x"] + h["width"] / 2, h["y"] + h["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + 30, y, steps=6)
+    page.mouse.up()
+    angle_after = float(readout.inner_text())  # the slider's own value after the drag
+    turned = angle_after - angle_before
+    import math
+
+    def caption_angle():
+        qx, qy = numbers(caption_of(box))[:2]
+        return math.degrees(math.atan2(qy, qx))
+
+    # the kernel catches up: the picture's caption shows the angle the slider shows
+    lesson_01_ran.wait_until(lambda: abs(caption_angle() - angle_after) < 0.5,
+                             message=lambda: f"caption {caption_of(box)!r}, slider {angle_after}")
+    print(f"lesson 01 explorer: a 30 px drag on a {track['width']:.0f} px track turned the "
+          f"query {abs(turned):.0f} degrees")
+    assert 5 <= abs(turned) <= 40, turned
+
+
+def test_explorer_redraws_within_100_ms_of_a_key_press_in_the_browser(lesson_01_ran):
+    page = lesson_01_ran.page
+    box = explorer(page)
+    image, handle = box.locator("img"), box.locator(".widget-slider .noUi-handle").first
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    times = []
+    for _ in range(7):
+        elapsed = page.evaluate(TIME_ONE_REDRAW, [image.element_handle(),
+                                                  handle.element_handle()])
+        assert elapsed is not None, "no new picture within 10 s of the key press"
+        times.append(elapsed)
+        page.wait_for_timeout(150)
+    times.sort()
+    print(f"lesson 01 explorer, key press to new picture (ms): {[round(t) for t in times]}")
+    assert times[len(times) // 2] < REDRAW_BUDGET_MS, times  # the median of seven
+
+
+def test_check_cells_show_collapsed_and_solutions_folded(lesson_01_ran):
+    # A learner reads prose, code and pictures: the cells that only pin numbers show as a
+    # collapsed placeholder, and the your-turn solutions stay folded until opened.
+    page = lesson_01_ran.page
+    assert page.locator(".jp-Notebook .jp-InputPlaceholder").count() >= 3
+    details = page.locator(".jp-RenderedMarkdown details", has_text="Solution")
+    assert details.count() == 2
+    assert details.evaluate_all("ds => ds.map(d => d.open)") == [False, False]
+    assert page.locator(".jp-OutputArea-output", has_text="Not yet:").count() == 2

@@ -21,7 +21,7 @@ import contextlib
 import io
 from collections.abc import Callable
 
-from ._core import CheckFailed
+from ._core import CheckFailed, NotAttempted
 
 CORRECT = "Correct: "
 NOT_YET = "Not yet: "
@@ -33,6 +33,12 @@ def verdict(check: Callable, answer, *args, **kwargs) -> str:
     try:
         with contextlib.redirect_stdout(quiet):  # the check prints its own line on success
             line = check(answer, *args, **kwargs)
+    except NotAttempted as untouched:
+        # the exercise sets' wording sends the learner to another cell; here the stub and
+        # its check share one cell
+        name = str(untouched).split(":", 1)[0]
+        return NOT_YET + (f"{name}: not attempted yet: replace the `raise NotImplementedError` "
+                          "line with your lines, then run this cell again.")
     except CheckFailed as failed:
         return NOT_YET + str(failed)
     except Exception as err:  # an answer that breaks the check itself: say what happened

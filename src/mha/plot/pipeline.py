@@ -3,7 +3,7 @@
 Lesson 01 introduces it and every later lesson opens with it, its own steps
 highlighted, so a learner always sees where the lesson's piece sits:
 
-    x -> Q, K, V -> S = Q K^T -> / sqrt(d_k) -> mask -> softmax -> A V -> heads -> W_O
+    x -> Q, K, V -> Q K^T -> S = Q K^T / sqrt(d_k) -> mask -> softmax -> A V -> heads -> W_O
                  \\-> KV cache (past keys and values) --/
 """
 
@@ -16,12 +16,12 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 STAGES = (
     ("input", "$x$\ntokens as\nvectors"),
     ("projections", "$Q, K, V$\nfrom $x$ by\n$W_Q, W_K, W_V$"),
-    ("scores", "$S = QK^\\top$\none score per\nquery and key"),
-    ("scale", "$S\\,/\\,\\sqrt{d_k}$\nkeep scores\nin range"),
+    ("scores", "$QK^\\top$\none dot\nproduct per\nquery, key"),
+    ("scale", "$S=QK^\\top\\!/\\sqrt{d_k}$\nthe scores,\nkept in range"),
     ("mask", "mask\nblocked score\nbecomes $-\\infty$"),
     ("softmax", "$A = $ softmax\neach row\nsums to 1"),
     ("readout", "$AV$\nweighted sum\nof values"),
-    ("heads", "$H$ heads\nsplit, then\nconcatenate"),
+    ("heads", "$H$ heads each\nrun the steps,\nthen concatenate"),
     ("output", "$\\cdot\\, W_O$\nback to\nwidth $C$"),
 )
 CACHE = ("cache", "KV cache: keys and values\nof earlier positions, reused")
@@ -78,7 +78,7 @@ def _box(ax, x, y, w, h, label, on):
                            facecolor=ON if on else OFF, edgecolor=EDGE_ON if on else EDGE_OFF,
                            linewidth=2.0 if on else 1.0)
     ax.add_patch(patch)
-    ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=8.5,
+    ax.text(x + w / 2, y + h / 2, label, ha="center", va="center", fontsize=8,
             color="black" if on else "#666666")
     return patch
 

@@ -100,19 +100,25 @@ class WeightedSumExplorer(Explorer):
         if not -180.0 <= float(angle) <= 180.0:
             raise ValueError(f"the query angle must be in [-180, 180] degrees; got {angle}.")
         weighted_sum_readout(query_from_polar(angle, length), self.keys, self.values)  # refusals
+        # Wide sliders: at the default width (about 120 px of track) a 30 px drag turned the
+        # query 85 degrees; at 460 px a degree is more than a pixel of travel.
+        slider_layout = {"width": "560px"}
+        style = {"description_width": "100px"}
         self.angle_slider = widgets.FloatSlider(
             value=angle, min=-180.0, max=180.0, step=5.0, description="query angle",
-            readout_format=".0f", continuous_update=True,
-            style={"description_width": "initial"})
+            readout_format=".0f", continuous_update=True, style=style, layout=slider_layout)
         # The browser snaps a slider's value to min + k * step and sends it back: with a step
         # of 0.1 the start ln 3 = 1.0986 became 1.1 (weights 0.7503, not 0.75). Eleven steps
         # of ln(3) / 11 (about 0.0999) land on ln 3 exactly.
         self.length_slider = widgets.FloatSlider(
             value=length, min=0.0, max=self.MAX_LENGTH, step=self.LENGTH_STEP,
-            description="query length",
-            readout_format=".2f", continuous_update=True,
-            style={"description_width": "initial"})
-        super().__init__([self.angle_slider, self.length_slider], figsize=(8.4, 3.0))
+            description="query length", readout_format=".2f", continuous_update=True,
+            style=style, layout=slider_layout)
+        super().__init__([self.angle_slider, self.length_slider], figsize=(9.0, 3.2))
+
+    def build_box(self):
+        # One slider above the other, each wide enough to drag with care.
+        return widgets.VBox([widgets.VBox(self.controls), self.image, self.caption])
 
     def setup_figure(self):
         ax_k, ax_w, ax_v = self.ax_keys, self.ax_weights, self.ax_values = self.figure.subplots(
@@ -123,19 +129,31 @@ class WeightedSumExplorer(Explorer):
         reach = self.MAX_LENGTH + 0.4
         ax_k.axhline(0, color="0.85", lw=0.8, zorder=0)
         ax_k.axvline(0, color="0.85", lw=0.8, zorder=0)
-        ax_k.scatter(self.keys[:, 0], self.keys[:, 1], s=50, color="tab:blue", zorder=3)
+        # Keys: thin blue arrows with their names beside the tips, away from the query; the
+        # query arrow, drawn last and on top, stays visible where it runs along a key (the
+        # default query [ln 3, 0] runs along k0).
+        key_arrow = {"arrowstyle": "-|>", "color": "tab:blue", "lw": 1.2, "mutation_scale": 9,
+                     "shrinkA": 0, "shrinkB": 0, "alpha": 0.8}
         for name, (x, y) in zip(names, self.keys, strict=True):
-            ax_k.annotate(name, (x, y), textcoords="offset points", xytext=(5, 4),
-                          color="tab:blue")
-        arrow = {"arrowstyle": "->", "color": "tab:red", "lw": 2, "shrinkA": 0, "shrinkB": 0}
-        self.query_arrow = ax_k.annotate("", xy=(0, 0), xytext=(0, 0), arrowprops=arrow)
+            ax_k.annotate("", xy=(x, y), xytext=(0, 0), arrowprops=key_arrow, zorder=2)
+            ax_k.scatter([x], [y], s=110, facecolors="none", edgecolors="tab:blue",
+                         linewidths=1.5, zorder=2)  # a ring: seen around the query's tip too
+            side = (-16, -4) if abs(x) < abs(y) else (-4, -15)  # left of a vertical key, else below
+            ax_k.annotate(name, (x, y), textcoords="offset points", xytext=side,
+                          color="tab:blue", fontsize=9)
+        arrow = {"arrowstyle": "-|>", "color": "tab:red", "lw": 2.2, "mutation_scale": 14,
+                 "shrinkA": 0, "shrinkB": 0}
+        self.query_arrow = ax_k.annotate("", xy=(0, 0), xytext=(0, 0), arrowprops=arrow,
+                                         annotation_clip=False)
+        self.query_label = ax_k.text(0, 0, "q", color="tab:red", fontsize=10,
+                                     fontweight="bold", ha="left", va="bottom")
         ax_k.set_xlim(-reach, reach)
         ax_k.set_ylim(-reach, reach)
         ax_k.set_xticks([-5, 0, 5])
         ax_k.set_yticks([-5, 0, 5])
         ax_k.tick_params(labelsize=8)
         ax_k.set_aspect("equal")
-        ax_k.set_title("query q (red) and keys", fontsize=9)
+        ax_k.set_title("query q (red) and keys k0, k1 (blue)", fontsize=9)
         # weights, with scores written above
         self.bars = ax_w.bar(np.arange(n), np.zeros(n), color="tab:blue")
         self.score_texts = [ax_w.text(j, 0, "", ha="center", va="bottom", fontsize=8)
@@ -172,9 +190,13 @@ class WeightedSumExplorer(Explorer):
         q = query_from_polar(self.angle_slider.value, self.length_slider.value)
         return weighted_sum_readout(q, self.keys, self.values)
 
+    def animated_artists(self):
+        return [self.query_arrow, self.query_label, *self.bars, *self.score_texts, self.point]
+
     def draw(self, state):
         q, s, w, r = state["query"], state["scores"], state["weights"], state["readout"]
         self.query_arrow.xy, self.query_arrow.xyann = tuple(q), (0.0, 0.0)
+        self.query_label.set_position((q[0] + 0.25, q[1] + 0.15))
         for bar, text, score, weight in zip(self.bars, self.score_texts, s, w, strict=True):
             bar.set_height(weight)
             text.set_y(weight + 0.02)

@@ -1,0 +1,98 @@
+"""The feedback page a student opens: math typeset offline, long lines wrapped.
+
+nbgrader's feedback HTML loads MathJax from a CDN (the page shows raw ``$q k^\\top$`` where
+that is blocked, and inside JupyterLab's HTML viewer scripts do not run at all) and lets a
+long error line run off the right edge. Here, ``MathToMathML`` turns every ``$...$`` and
+``$$...$$`` of the markdown cells into MathML (latex2mathml), which the browser draws with
+no script and no network; ``WrapLongLines`` adds a style that wraps long lines; and the
+``feedback`` template used is nbgrader's own feedback template, read from the installed
+nbgrader, without its MathJax script tag (written to ``.feedback_template/`` beside this
+file, so it always matches the nbgrader that renders it). course/nbgrader_config.py turns
+them on.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+
+from nbconvert.preprocessors import Preprocessor
+from traitlets import Bool
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The derived template keeps nbgrader's name: the Formgrader's "generate feedback" button asks for
+# 'feedback' by name (nbgrader.apps.api forces it), and the search path holds only this copy.
+TEMPLATE_NAME = "feedback"
+MATHJAX_CALL = "{{ mathjax() }}"  # nbgrader 0.9's feedback template loads MathJax from a CDN
+WRAP_CSS = """
+pre, div.output_area pre, div.output_subarea pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+div.output_subarea { max-width: 100%; }
+math { font-size: 1.05em; }
+"""
+
+_DISPLAY = re.compile(r"\$\$(.+?)\$\$", re.S)
+_INLINE = re.compile(r"(?<![\\$])\$(?!\$)([^$\n]+?)(?<!\\)\$")
+
+
+def to_mathml(latex: str, display: bool) -> str:
+    """One formula as MathML; the TeX source, escaped, where it cannot be converted."""
+    from latex2mathml.converter import convert
+
+    try:
+        return convert(latex.strip(), display="block" if display else "inline")
+    except Exception:  # an unusual macro: show the source rather than lose the cell
+        return f"<code>{html.escape(latex)}</code>"
+
+
+def markdown_math_to_mathml(text: str) -> str:
+    """Every ``$$...$$`` (block) and ``$...$`` (inline) of ``text`` as MathML; code spans
+    and fenced blocks are left alone."""
+    parts = re.split(r"(```.*?```|`[^`\n]*`)", text, flags=re.S)
+    for i in range(0, len(parts), 2):  # the even parts are outside code
+        parts[i] = _DISPLAY.sub(lambda m: to_mathml(m.group(1), True), parts[i])
+        parts[i] = _INLINE.sub(lambda m: to_mathml(m.group(1), False), parts[i])
+    return "".join(parts)
+
+
+class MathToMathML(Preprocessor):
+    """Markdown cells' math to MathML, before the page is rendered."""
+
+    enabled = Bool(True).tag(config=True)  # nbconvert runs a preprocessor only when enabled
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "markdown" and "$" in cell.source:
+            cell.source = markdown_math_to_mathml(cell.source)
+        return cell, resources
+
+
+class WrapLongLines(Preprocessor):
+    """A style that wraps long output lines (an error message, a printed array) instead of
+    letting them run off the right edge; runs after nbconvert's CSSHTMLHeaderPreprocessor."""
+
+    enabled = Bool(True).tag(config=True)
+
+    def preprocess(self, nb, resources):
+        resources.setdefault("inlining", {}).setdefault("css", []).append(WRAP_CSS)
+        return nb, resources
+
+
+def template_dirs(folder: str | None = None) -> list[str]:
+    """A template folder holding ``feedback``: nbgrader's installed feedback template
+    without its MathJax call (the math is MathML already). Where nbgrader's template has no
+    such call, it is used as it is."""
+    import nbgrader
+
+    source = os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions",
+                          "formgrader", "templates", "feedback")
+    base = folder or os.path.join(HERE, ".feedback_template")
+    target = os.path.join(base, TEMPLATE_NAME)
+    os.makedirs(target, exist_ok=True)
+    for name in os.listdir(source):
+        with open(os.path.join(source, name)) as f:
+            text = f.read()
+        if name.endswith(".j2"):
+            text = text.replace(MATHJAX_CALL, "<!-- math is MathML: no MathJax -->")
+        with open(os.path.join(target, name), "w") as f:
+            f.write(text)
+    return [base]

@@ -1,0 +1,213 @@
+"""The class on JupyterHub through the screens people use, in headless Chromium.
+
+tests/test_classroom_hub.py drives the same hub through its REST APIs; this module drives the
+instructor's whole flow through the Formgrader as JupyterLab shows it (Nbgrader menu >
+Formgrader, a tab framing the Formgrader page): generate, release, collect, autograde each
+submission, generate and release feedback. Two students hand in through the API (their side
+of the screens is the Assignments list), then one of them opens their feedback from the
+"(view feedback)" link of the Assignments list and reads a page with its math typeset and no
+request leaving the machine. Screenshots of each step go to test-artifacts/browser/hub/.
+
+Needs root (real Unix users) and Debian's Chromium; skipped otherwise, a failure under CI.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_classroom import MASK_AFTER_SOFTMAX  # noqa: E402
+from test_classroom_hub import (  # noqa: E402
+    ASSIGNMENT,
+    Person,
+    entry,
+    make,
+    require_root,
+    running_class,
+    work_on_it,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SHOTS = ROOT / "test-artifacts" / "browser" / "hub"
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+INSTRUCTOR, RIGHT, WRONG = "mhaw-lecturer", "mhaw-ada", "mhaw-alan"
+ANSWERS = {RIGHT: {}, WRONG: {"masked_attention": MASK_AFTER_SOFTMAX}}
+SLOW = 240_000  # ms: a server start or a grading step on a busy 2-core machine
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
+
+
+def _browser_or_skip():
+    require_root()
+    reason = None
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is missing (apt-get install chromium)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            reason = "the playwright package is missing"
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+
+
+def log_in(browser, room, name):
+    """A new browser context (its own cookies) logged in as ``name``, on its JupyterLab."""
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    outside = []
+    page.on("request", lambda r: outside.append(r.url)
+            if not r.url.startswith(("http://127.0.0.1", "data:", "blob:", "about:")) else None)
+    page.outside = outside
+    page.goto(f"{room.base}/hub/login")
+    page.fill("input[name=username]", name)
+    page.fill("input[name=password]", room.passwords[name])
+    page.click("#login_submit", no_wait_after=True)
+    page.wait_for_url(f"**/user/{name}/lab**", timeout=SLOW)
+    page.wait_for_selector("#jp-main-dock-panel", timeout=SLOW)
+    return page
+
+
+def menu(page, top, item):
+    page.click(f".lm-MenuBar-itemLabel:text-is('{top}')")
+    page.click(f".lm-Menu-itemLabel:text-is('{item}')")
+
+
+def formgrader_frame(page):
+    """The frame of the Formgrader tab, once it has loaded its page."""
+    deadline = time.monotonic() + SLOW / 1000
+    while time.monotonic() < deadline:
+        found = [f for f in page.frames if "/formgrader" in f.url]
+        if found:
+            return found[0]
+        page.wait_for_timeout(250)
+    urls = [f.url for f in page.frames]
+    raise AssertionError(f"no Formgrader frame within {SLOW // 1000} s: {urls}")
+
+
+def confirm(frame, shot):
+    """Wait for the Formgrader's result dialog, keep a screenshot, close it; its text."""
+    dialog = frame.locator("#success-modal, #error-modal").first
+    dialog.wait_for(state="visible", timeout=SLOW)
+    text = dialog.inner_text()
+    frame.page.screenshot(path=str(SHOTS / f"{shot}.png"))
+    dialog.locator("button.close").first.click()
+    dialog.wait_for(state="hidden", timeout=30_000)
+    return text
+
+
+@pytest.fixture(scope="module")
+def flow():
+    _browser_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    make("class-env")
+    users = {INSTRUCTOR: "instructor", RIGHT: "student", WRONG: "student"}
+    seen = {}
+    with running_class(users) as room, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
+        teacher = log_in(browser, room, INSTRUCTOR)
+        menu(teacher, "Nbgrader", "Formgrader")
+        frame = formgrader_frame(teacher)
+        frame.wait_for_selector("td.name", timeout=SLOW)
+        teacher.screenshot(path=str(SHOTS / "1-formgrader-in-jupyterlab.png"))
+        seen["framed"] = frame.locator("h1").all_inner_texts()
+        row = frame.locator("tr", has=frame.locator("td.name", has_text=ASSIGNMENT))
+        row.locator("td.assign a").click()
+        seen["generate"] = confirm(frame, "2-generate")
+        row.locator("td.release a").click()
+        seen["release"] = confirm(frame, "3-release")
+
+        students = {}
+        for name in (RIGHT, WRONG):
+            students[name] = Person(room, name)
+            students[name].login(room.passwords[name])
+            students[name].open_server()
+            work_on_it(students[name], ANSWERS[name])
+
+        row.locator("td.collect a").click()
+        seen["collect"] = confirm(frame, "4-collect")
+        row.locator("td.num-submissions a").click()
+        frame.wait_for_selector("td.autograde a", timeout=SLOW)
+        seen["autograde"] = []
+        for index in range(frame.locator("td.autograde a").count()):
+            frame.locator("td.autograde a").nth(index).click()
+            seen["autograde"].append(confirm(frame, f"5-autograde-{index}"))
+        frame.wait_for_timeout(1000)
+        seen["scores"] = frame.locator("tr").all_inner_texts()
+        teacher.screenshot(path=str(SHOTS / "6-submissions.png"))
+        frame.click("text=Manage Assignments")
+        row = frame.locator("tr", has=frame.locator("td.name", has_text=ASSIGNMENT))
+        row.locator("td.generate-feedback a").wait_for(timeout=SLOW)
+        row.locator("td.generate-feedback a").click()
+        seen["feedback"] = confirm(frame, "7-generate-feedback")
+        row.locator("td.release-feedback a").click()
+        seen["release_feedback"] = confirm(frame, "8-release-feedback")
+        seen["teacher_outside"] = list(teacher.outside)
+
+        got = entry(students[WRONG].action("fetch_feedback"), "submitted")
+        seen["fetched"] = got
+        learner = log_in(browser, room, WRONG)
+        menu(learner, "Nbgrader", "Assignment List")
+        link = learner.locator("a", has_text="(view feedback)").first
+        link.wait_for(timeout=SLOW)
+        learner.screenshot(path=str(SHOTS / "9-assignments-list.png"))
+        link.click()
+        viewer = learner.frame_locator("iframe[sandbox]").first
+        viewer.locator("body").wait_for(timeout=60_000)
+        seen["page"] = viewer.locator("body").inner_html(timeout=60_000)
+        learner.wait_for_timeout(1000)
+        learner.screenshot(path=str(SHOTS / "10-feedback-page.png"))
+        seen["learner_outside"] = list(learner.outside)
+        browser.close()
+        yield seen
+    assert room.left == [], f"the class left behind: {room.left}"
+
+
+def test_the_formgrader_opens_inside_jupyterlab(flow):
+    assert "Manage Assignments" in " ".join(flow["framed"])
+
+
+@pytest.mark.parametrize("step,words", [
+    ("generate", "Successfully created the student version"),
+    ("release", "Successfully released"),
+    ("collect", "Successfully collected"),
+    ("feedback", "Successfully generated feedback"),
+    ("release_feedback", "Successfully released feedback"),
+])
+def test_each_formgrader_step_succeeds_from_its_button(flow, step, words):
+    assert words in flow[step], flow[step][:500]
+
+
+def test_every_submission_is_autograded_from_the_submissions_page(flow):
+    assert len(flow["autograde"]) == 2
+    assert all("Successfully autograded" in text for text in flow["autograde"])
+
+
+def test_the_submissions_page_lists_students_by_their_roster_names(flow):
+    rows = " ".join(flow["scores"])
+    assert "None" not in rows.split("Score")[-1], rows
+    assert "First" + RIGHT in rows or RIGHT in rows
+
+
+def test_view_feedback_opens_the_feedback_page(flow):
+    assert "Grade cell" in flow["page"] or "Score" in flow["page"], flow["page"][:500]
+
+
+def test_the_feedback_page_names_the_mistake_and_typesets_the_math(flow):
+    assert "mask applied after softmax" in flow["page"]
+    assert "<math" in flow["page"] and "$q k" not in flow["page"]
+
+
+def test_no_screen_requests_anything_outside_the_machine(flow):
+    assert flow["teacher_outside"] == [] and flow["learner_outside"] == []
