@@ -291,3 +291,21 @@ def test_jacobian_plot_refuses_scales_out_of_order(plt):
 
     with pytest.raises(ValueError, match="increasing"):
         jacobian_norm_vs_scale([2.0, 1.0], [0.1, 0.2])
+
+
+def test_jacobian_norm_curve_takes_several_rows_and_matches_one_row_at_a_time():
+    rows = np.array([unit_variance_scores(8, seed=s) for s in range(3)])
+    scales = [0.0, 1.0, 8.0]
+    together = jacobian_norm_curve(rows, scales)
+    assert together.shape == (3, 3)
+    for row, curve in zip(rows, together, strict=True):
+        np.testing.assert_allclose(curve, jacobian_norm_curve(row, scales), rtol=1e-12)
+
+
+def test_jacobian_norms_by_width_gives_one_row_per_seed_and_refuses_a_bad_width():
+    from mha.scaling import jacobian_norms_by_width
+
+    norms = jacobian_norms_by_width([0, 1], [4, 16], divide=True)
+    assert norms.shape == (2, 2) and np.all(norms > 0)
+    with pytest.raises(ValueError, match="positive integer"):
+        jacobian_norms_by_width([0], [0], divide=False)

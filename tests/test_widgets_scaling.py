@@ -160,3 +160,23 @@ def test_state_is_the_scaling_state_of_its_sample(explorer, d_k, divide):
 def test_refuses_a_d_k_that_is_not_a_slider_step():
     with pytest.raises(ValueError, match="d_k must be one of"):
         ScalingExplorer(d_k=100)
+
+
+def test_dashed_curves_are_the_median_over_other_samples(explorer):
+    from mha import scaling
+
+    seeds = range(1, explorer.N_SAMPLES + 1)
+    for divide in (False, True):
+        norms = scaling.jacobian_norms_by_width(seeds, explorer.D_K_OPTIONS, divide)
+        np.testing.assert_allclose(explorer.medians[divide],
+                                   np.maximum(np.median(norms, axis=0), explorer.FLOOR))
+    # the typical sample: undivided, the gradient falls by orders of magnitude; divided, it stays
+    assert explorer.medians[False][-1] < 1e-3 * explorer.medians[False][0]
+    assert explorer.medians[True].min() > 0.2
+
+
+def test_jacobian_norms_by_width_row_is_what_the_explorer_draws_for_that_seed(explorer):
+    from mha import scaling
+
+    row = scaling.jacobian_norms_by_width([0], explorer.D_K_OPTIONS, False)[0]
+    np.testing.assert_allclose(np.maximum(row, explorer.FLOOR), explorer.curves[False])

@@ -33,6 +33,7 @@ __all__ = [
     "sample_head",
     "scores_at_width",
     "scaling_state",
+    "jacobian_norms_by_width",
 ]
 
 
@@ -102,17 +103,22 @@ def jacobian_norm(probs) -> float:
 def jacobian_norm_curve(z, scales) -> np.ndarray:
     """``jacobian_norm(softmax(c * z))`` for each score scale ``c`` in ``scales``.
 
-    ``z (n,)`` is a fixed score vector; ``c`` plays the role of an inverse
-    temperature (``c = 1 / temperature``). Returns ``(len(scales),)`` float64.
-    Refuses negative or non-finite scales.
+    ``z (n,)`` is a fixed score vector, or ``(R, n)`` for ``R`` rows at once;
+    ``c`` plays the role of an inverse temperature (``c = 1 / temperature``).
+    Returns ``(len(scales),)`` float64, or ``(R, len(scales))`` for ``R`` rows.
+    Refuses negative or non-finite scales and ``z`` of more than two axes.
     """
     z = as_float_array(z, "z").astype(np.float64)
-    if z.ndim != 1:
-        raise ValueError(f"z must be one row of scores (n,); got shape {z.shape}.")
+    if z.ndim not in (1, 2):
+        raise ValueError(f"z must be one row of scores (n,) or rows (R, n); got shape {z.shape}.")
     c = as_float_array(scales, "scales").astype(np.float64)
     if np.any(c < 0):
         raise ValueError("score scales must be >= 0 (a negative scale flips the ranking).")
-    return np.array([jacobian_norm(softmax(ci * z)) for ci in np.atleast_1d(c)])
+    c = np.atleast_1d(c)
+    probs = softmax(c[:, None] * z[..., None, :])  # (..., S, n): every scale at once
+    # J is symmetric and positive semi-definite: its norm is its largest eigenvalue.
+    top = np.linalg.eigvalsh(softmax_jacobian(probs))[..., -1]  # (..., S)
+    return np.maximum(top, 0.0)
 
 
 def unit_variance_scores(n_keys: int = 8, seed: int = 0) -> np.ndarray:
@@ -181,3 +187,23 @@ def scaling_state(q, k, d_k: int, divide: bool) -> dict:
         "largest_weight": float(np.max(p)),
         "jacobian_norm": jacobian_norm(p),
     }
+
+
+def jacobian_norms_by_width(seeds, d_ks, divide: bool, n_keys: int = 8) -> np.ndarray:
+    """The gradient size of :func:`scaling_state` for many samples at once.
+
+    For each seed, :func:`sample_head` draws one query and ``n_keys`` keys
+    (``max(d_ks)`` features); for each width in ``d_ks`` the scores are
+    :func:`scores_at_width` and the result is the Jacobian norm of their
+    softmax. Returns ``(len(seeds), len(d_ks))`` float64: row ``r`` is what the
+    scaling explorer draws for ``seed = seeds[r]``, so a median over the rows
+    says what a typical sample does, not what one sample does.
+    """
+    widths = [_check_width(d) for d in np.atleast_1d(np.asarray(d_ks, dtype=object))]
+    out = np.empty((len(seeds), len(widths)))
+    for r, seed in enumerate(seeds):
+        q, k = sample_head(n_keys, max(widths), int(seed))
+        s = np.stack([scores_at_width(q, k, d, divide) for d in widths])  # (W, n)
+        top = np.linalg.eigvalsh(softmax_jacobian(softmax(s)))[..., -1]  # (W,)
+        out[r] = np.maximum(top, 0.0)
+    return out

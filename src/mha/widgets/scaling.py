@@ -19,7 +19,10 @@ class ScalingExplorer(Explorer):
     with ``d_k``; divided, it stays near 1, up to the noise of one sample.
     Left: the softmax weights over the keys. Right: the norm of the softmax
     Jacobian (the size of the gradient that reaches the scores) against
-    ``d_k``, with and without the division, and a ring at the current setting.
+    ``d_k``, with and without the division, and a ring at the current setting;
+    dashed, the median over ``N_SAMPLES`` other seeded samples
+    (:func:`mha.scaling.jacobian_norms_by_width`), so the picture says which
+    wiggles belong to this one sample and which trend every sample shares.
     ``state`` is :func:`mha.scaling.scaling_state`.
     """
 
@@ -27,6 +30,7 @@ class ScalingExplorer(Explorer):
     # Log axis floor: a norm below it (an exact 0) is drawn at it. It sits below the smallest norm
     # the default sample gives (3.7e-16 at d_k = 1024, not divided), so that point is drawn as is.
     FLOOR = 1e-18
+    N_SAMPLES = 100  # samples behind the dashed median curves (seeds 1..100)
 
     def __init__(self, d_k: int = 64, divide: bool = True, *, n_keys: int = 8, seed: int = 0):
         from .. import scaling
@@ -59,9 +63,20 @@ class ScalingExplorer(Explorer):
                 "jacobian_norm"] for d in widths], floor)
             for divide in (False, True)
         }
-        ax_g.plot(widths, self.curves[False], "-o", ms=3, color="tab:red", label="not divided")
+        seeds = range(1, self.N_SAMPLES + 1)
+        self.medians = {
+            divide: np.maximum(np.median(self._scaling.jacobian_norms_by_width(
+                seeds, widths, divide, n), axis=0), floor)
+            for divide in (False, True)
+        }
+        ax_g.plot(widths, self.curves[False], "-o", ms=3, color="tab:red",
+                  label="this sample, not divided")
         ax_g.plot(widths, self.curves[True], "-o", ms=3, color="tab:blue",
-                  label="divided by sqrt(d_k)")
+                  label="this sample, divided")
+        ax_g.plot(widths, self.medians[False], "--", lw=1.2, color="tab:red", alpha=0.7,
+                  label=f"median of {self.N_SAMPLES} samples")
+        ax_g.plot(widths, self.medians[True], "--", lw=1.2, color="tab:blue", alpha=0.7,
+                  label=f"median of {self.N_SAMPLES} samples")
         (self.dot,) = ax_g.plot([], [], "o", ms=11, mfc="none", mec="black", mew=2,
                                 label="current setting")
         ax_g.set_xscale("log", base=2)
@@ -73,7 +88,7 @@ class ScalingExplorer(Explorer):
         ax_g.minorticks_off()
         ax_g.set_xlabel("head width d_k")
         ax_g.set_ylabel("norm of softmax Jacobian")
-        ax_g.legend(fontsize=7, loc="lower left")
+        ax_g.legend(fontsize=6.5, loc="lower left")
         self.figure.tight_layout(rect=(0, 0, 1, 0.93))
 
     def compute(self):
