@@ -50,12 +50,13 @@ SETUP = "import mha  # the set-up cell"
 def test_title_and_sections_start_slides_and_code_stays_with_its_markdown():
     nb = notebook(md("# 99 Title"), code(SETUP), md("## 1. A section"), code("x = 1"),
                   md("Exercise set: ... Previous | Next"))
-    assert slides.slide_types(nb) == ["slide", "skip", "slide", "-", "subslide"]
+    assert slides.slide_types(nb) == ["slide", "skip", "slide", "-", "-"]
 
 
-def test_markdown_after_code_starts_a_subslide():
-    nb = notebook(md("# T"), code(SETUP), md("## 1. S"), code("x = 1"), md("Now the next idea."))
-    assert slides.slide_types(nb)[4] == "subslide"
+def test_the_answer_to_a_predict_prompt_is_on_the_next_slide():
+    nb = notebook(md("# T"), code(SETUP), md("## 1. S"), md("**Predict.** How large?"),
+                  code("x = 1"), md("It is 1."))
+    assert slides.slide_types(nb)[3:] == ["-", "subslide", "-"]
 
 
 def test_a_third_level_heading_starts_a_subslide():
@@ -71,7 +72,7 @@ def test_a_widget_cell_gets_its_own_slide_and_the_next_cell_a_subslide():
 
 def test_a_hash_without_a_space_is_not_a_heading():
     nb = notebook(md("# T"), code(SETUP), code("x"), md("#hashtag text"), md("footer"))
-    assert slides.slide_types(nb)[3] == "subslide"  # markdown after code, not a slide
+    assert slides.slide_types(nb)[3] == "-"  # not a heading: it continues the slide
 
 
 def test_check_cells_launch_cells_and_the_setup_cell_stay_out():

@@ -22,9 +22,9 @@ both honour):
 **Where slides start**, among the cells that stay:
 
 - the title cell, every ``#`` or ``##`` heading, a code cell that shows a widget: ``slide``;
-- a ``###`` heading; the cell after a widget; a markdown cell right after a code cell
-  (a new idea); a cell that would push the slide past :data:`BUDGET` estimated pixels
-  of a 1280 x 720 slide: ``subslide``;
+- a ``###`` heading; the cell after a widget; the cell after a "**Predict.**" prompt
+  (the answer comes after the question, on the next slide); a cell that would push the
+  slide past :data:`BUDGET` estimated pixels of a 1280 x 720 slide: ``subslide``;
 - everything else: ``-`` (continues the slide above).
 
 Heights are estimated from the text (:func:`estimate`: lines, wrapped at the slide's
@@ -79,6 +79,7 @@ GOING_DEEPER = re.compile(r"^##\s+Going deeper\b")
 LONG_SOURCE = 16  # lines of code: longer is a listing (lesson cells hold about 15)
 LONG_OUTPUT = 14  # printed lines: longer is a listing
 WIDGET_NOTE_TAG = "slides-widget-note"
+PREDICT = re.compile(r"\*\*Predict\.\*\*")  # a prompt: its answer goes on the next slide
 PICTURE_ONLY_TAG = "slides-picture-only"  # a deck shows the picture, not the code drawing it
 
 # -- the height model (px on a 1280 x 720 slide; the deck's CSS in slides_offline.html.j2) --
@@ -302,7 +303,7 @@ def slide_types(nb) -> list[str]:
         elif WIDGET_NOTE_TAG in tags(cell):
             kind = "-"
         elif (level >= 3 or shows_widget(before) or used + height > BUDGET
-              or (cell.cell_type == "markdown" and before.cell_type == "code")):
+              or (before.cell_type == "markdown" and PREDICT.match(before.source.lstrip()))):
             kind = "subslide"
         else:
             kind = "-"
@@ -417,13 +418,13 @@ def _is_heading(block: str) -> bool:
     return "\n" not in block.strip() and re.match(r"#{1,6} ", block.strip()) is not None
 
 
-def split_markdown(source: str) -> list[str]:
-    """``source`` cut at block boundaries into parts of at most :data:`BUDGET` estimated px
-    (a lone block taller than that stays whole; a heading stays with the block after it)."""
+def _fill(blocks: list[str], budget: float) -> list[str]:
+    """``blocks`` packed in order into parts of at most ``budget`` estimated px; a heading
+    never ends a part (it moves on with the block after it)."""
     parts, current = [], []
-    for block in (piece for whole in _blocks(source) for piece in _split_table(whole)):
+    for block in blocks:
         candidate = "\n\n".join([*current, block])
-        if current and _markdown_height(candidate) > BUDGET:
+        if current and _markdown_height(candidate) > budget:
             carried = [current.pop()] if _is_heading(current[-1]) else []
             if current:
                 parts.append("\n\n".join(current))
@@ -432,6 +433,23 @@ def split_markdown(source: str) -> list[str]:
             current.append(block)
     if current:
         parts.append("\n\n".join(current))
+    return parts
+
+
+def split_markdown(source: str) -> list[str]:
+    """``source`` cut at block boundaries into as few parts of at most :data:`BUDGET`
+    estimated px as it needs, of about equal height (no lone last line on a slide of its
+    own); a block taller than that stays whole; a heading stays with the block after it."""
+    blocks = [piece for whole in _blocks(source) for piece in _split_table(whole)]
+    parts = _fill(blocks, BUDGET)
+    if len(parts) > 1:
+        total = sum(_markdown_height(b) for b in blocks)
+        budget = total / len(parts)
+        while budget < BUDGET:  # the smallest even budget that needs no more parts
+            even = _fill(blocks, budget)
+            if len(even) <= len(parts):
+                return even
+            budget += 10
     return parts or [source]
 
 
