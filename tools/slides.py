@@ -415,7 +415,11 @@ def _blocks(source: str) -> list[str]:
 
 
 def _is_heading(block: str) -> bool:
-    return "\n" not in block.strip() and re.match(r"#{1,6} ", block.strip()) is not None
+    """A heading, or a one-line lead-in ("**You will be able to**", "The rule:")."""
+    line = block.strip()
+    return "\n" not in line and (re.match(r"#{1,6} ", line) is not None
+                                  or re.fullmatch(r"\*\*[^*]+\*\*:?", line) is not None
+                                  or (line.endswith(":") and len(line) < 80))
 
 
 def _fill(blocks: list[str], budget: float) -> list[str]:
@@ -441,6 +445,15 @@ def split_markdown(source: str) -> list[str]:
     estimated px as it needs, of about equal height (no lone last line on a slide of its
     own); a block taller than that stays whole; a heading stays with the block after it."""
     blocks = [piece for whole in _blocks(source) for piece in _split_table(whole)]
+    sections: list[list[str]] = []  # a '#'-'###' heading inside the cell starts a new part
+    for block in blocks:
+        if not sections or re.match(r"#{1,3} ", block.strip()):
+            sections.append([])
+        sections[-1].append(block)
+    return [part for section in sections for part in _even_parts(section)] or [source]
+
+
+def _even_parts(blocks: list[str]) -> list[str]:
     parts = _fill(blocks, BUDGET)
     if len(parts) > 1:
         total = sum(_markdown_height(b) for b in blocks)
@@ -450,7 +463,7 @@ def split_markdown(source: str) -> list[str]:
             if len(even) <= len(parts):
                 return even
             budget += 10
-    return parts or [source]
+    return parts
 
 
 DETAILS = re.compile(r"<details>\s*<summary>(.*?)</summary>(.*?)</details>", re.S)
