@@ -109,8 +109,9 @@ course-export: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/python tools/execute_notebooks.py
 
-# Static reveal.js decks, one per lesson, in build/slides/ (offline: reveal.js, MathJax and the
-# widget renderer are fetched once with npm into build/slides/vendor/). Open build/slides/*.html.
+# Static reveal.js decks, one per lesson, in build/slides/ (offline: reveal.js and MathJax are
+# fetched once with npm into build/slides-npm/; build/slides/vendor/ gets only the files the decks
+# load). Open build/slides/*.html. What a deck shows: tools/slides.py's docstring.
 slides: $(STAMP)
 	$(BIN)/python tools/slides.py --export build/slides
 
