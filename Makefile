@@ -19,6 +19,7 @@ LAB_ARGS ?=
 
 help:
 	@echo "make lab        create .venv if needed, open JupyterLab (127.0.0.1, token) at lesson 00"
+	@echo "make lab-instructor  the same, with nbgrader's Formgrader, menu and Create Assignment panel"
 	@echo "make test       create .venv if needed, run every test and every notebook (strict nbval)"
 	@echo "make notebooks  re-execute the lessons in place (fresh kernel each) so outputs match the code"
 	@echo "make slides     one offline HTML slide deck per lesson in build/slides/ (needs npm once)"
@@ -46,9 +47,21 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
+# The printed URL opens lesson 00 (default_url). tools/learner-lab/ turns nbgrader's menus and
+# server extensions off and the "Jupyter news?" prompt with its request (its README says how);
+# `make lab-instructor` is the same server with nbgrader's Formgrader and menus.
+LESSON_00    := /lab/tree/notebooks/00_start_here.ipynb
+LAB_COMMON    = $(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" \
+	    --LabApp.default_url=$(LESSON_00) --LabApp.news_url=None $(ROOT_FLAG)
+LEARNER_LAB  := $(CURDIR)/tools/learner-lab
+
+.PHONY: lab-instructor
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/00_start_here.ipynb --ip=127.0.0.1 \
-	    --ServerApp.root_dir="$(CURDIR)" $(ROOT_FLAG) $(LAB_ARGS)
+	$(LAB_COMMON) --config="$(LEARNER_LAB)/jupyter_server_config.json" \
+	    --LabApp.app_settings_dir="$(LEARNER_LAB)/settings" $(LAB_ARGS)
+
+lab-instructor: $(STAMP)
+	$(LAB_COMMON) $(LAB_ARGS)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests tools benchmarks
@@ -96,8 +109,9 @@ course-export: $(STAMP)
 notebooks: $(STAMP)
 	$(BIN)/python tools/execute_notebooks.py
 
-# Static reveal.js decks, one per lesson, in build/slides/ (offline: reveal.js, MathJax and the
-# widget renderer are fetched once with npm into build/slides/vendor/). Open build/slides/*.html.
+# Static reveal.js decks, one per lesson, in build/slides/ (offline: reveal.js and MathJax are
+# fetched once with npm into build/slides-npm/; build/slides/vendor/ gets only the files the decks
+# load). Open build/slides/*.html. What a deck shows: tools/slides.py's docstring.
 slides: $(STAMP)
 	$(BIN)/python tools/slides.py --export build/slides
 

@@ -28,6 +28,8 @@ course_pages_inputs = hashlib.sha256(b"".join(
     path.read_bytes() for path in sorted([*(BOOK / "_ext").glob("*.py"),
                                           *(BOOK / "_templates").glob("*.html"),
                                           BOOK.parent / "tools" / "figure_alt_text.py",
+                                          BOOK.parent / "tools" / "launch.py",
+                                          BOOK.parent / "pyproject.toml",
                                           *(BOOK.parent / "src" / "mha" / "widgets").glob("*.py")])
 )).hexdigest()
 

@@ -181,8 +181,8 @@ def stored_outputs(nb) -> list[list[list]]:
     cells = []
     for cell in nb.cells:
         tags = cell.metadata.get("tags", [])
-        if cell.cell_type != "code" or "remove-cell" in tags:
-            continue
+        if cell.cell_type != "code" or {"remove-cell", "check", "launch-install"} & set(tags):
+            continue  # check cells and the install cell stay out of the book
         shown = []
         for out in [] if "remove-output" in tags else cell.outputs:
             if out.output_type == "stream":
@@ -224,6 +224,41 @@ def test_built_lesson_shows_exactly_the_stored_outputs(site, lesson):
     for index, (want, got) in enumerate(zip(expected, built, strict=True)):
         assert got == want, f"code cell {index} (0-based, code cells only) differs"
     assert any(kind == "image" for cell in built for kind, _ in cell) or lesson.startswith("10")
+
+
+def test_no_check_cell_and_no_install_cell_is_in_the_book(site):
+    """Cells tagged `check` (asserts that pin the prose's numbers) and tools/launch.py's
+    install cell are left out; every other code cell is there."""
+    for lesson in LESSON_PAGES:
+        nb = nbformat.read(ROOT / "notebooks" / lesson, as_version=4)
+        page = (site / "notebooks" / lesson.with_suffix(".html")).read_text()
+        shown = len(re.findall(r'class="cell(?: tag_[^\s"]+)* docutils container"', page))
+        left_out = [c for c in nb.cells if c.cell_type == "code"
+                    and {"check", "launch-install"} & set(c.metadata.get("tags", []))]
+        assert shown == sum(c.cell_type == "code" for c in nb.cells) - len(left_out), lesson
+        assert "MHA_INSTALL_FROM" not in page
+
+
+def test_the_book_leaves_out_tagged_cells_and_keeps_answers_in_their_list_items():
+    """The book's source-read step on a small notebook: the check cell and the install cell
+    go, an answer under a numbered question is indented into its item."""
+    sys.path.insert(0, str(BOOK / "_ext"))
+    import course_pages
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# T"),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("assert x == 1", metadata={"tags": ["check"]}),
+        nbformat.v4.new_code_cell("# install", metadata={"tags": ["launch-install"]}),
+        nbformat.v4.new_markdown_cell("1. Why?\n<details><summary>Answer</summary>\n\nBecause."
+                                      "\n</details>\n\nAfter the list."),
+    ])
+    source = [nbformat.writes(nb)]
+    course_pages.add_book_cells(None, "notebooks/99_t", source)
+    cells = json.loads(source[0])["cells"]
+    assert ["".join(c["source"]) for c in cells[:2]] == ["# T", "x = 1"]
+    assert cells[2]["source"] == ("1. Why?\n   <details><summary>Answer</summary>\n\n   Because."
+                                  "\n   </details>\n\nAfter the list.")
 
 
 def test_stored_outputs_check_notices_a_changed_output(site):
@@ -346,6 +381,11 @@ MATH_STATE = r"""async () => {
 }"""
 BROKEN_IMAGES = r"""() => [...document.images]
     .filter(img => !img.complete || img.naturalWidth === 0).map(img => img.src)"""
+# Every <details> (a "Check yourself" answer, a "Your turn" solution): closed, with content.
+DETAILS = r"""() => [...document.querySelectorAll('details')].map(d => ({
+    open: d.open, summary: (d.querySelector('summary') || {}).textContent,
+    body: [...d.childNodes].filter(n => n.nodeName !== 'SUMMARY')
+        .map(n => n.textContent).join('').trim().length}))"""
 PREV_NEXT = r"""() => {
     const href = sel => { const a = document.querySelector(sel); return a ? a.href : null; };
     return {prev: href('.prev-next-area a.left-prev'), next: href('.prev-next-area a.right-next'),
@@ -375,6 +415,7 @@ async def _visit(browser, url: str, axe: bool) -> dict:
         else:
             record["math"] = await page.evaluate(MATH_STATE)
         record["broken_images"] = await page.evaluate(BROKEN_IMAGES)
+        record["details"] = await page.evaluate(DETAILS)
         record["nav"] = await page.evaluate(PREV_NEXT)
         if axe:
             await page.add_script_tag(path=str(AXE))
@@ -478,6 +519,14 @@ def test_pages_have_titles_and_previous_next_links_in_series_order(visits, site,
         assert nav["h1"] and nav["title"].strip(), name
         assert nav["prev"] == (base_url + names[i - 1] if i > 0 else None), name
         assert nav["next"] == (base_url + names[i + 1] if i + 1 < len(names) else None), name
+
+
+@pytest.mark.browser
+def test_every_answer_and_solution_is_closed_and_holds_its_text(visits):
+    bad = {name: [d for d in v["details"] if d["open"] or d["body"] == 0]
+           for name, v in visits.items()}
+    assert {k: v for k, v in bad.items() if v} == {}
+    assert sum(len(v["details"]) for v in visits.values()) > 10  # every lesson has some
 
 
 @pytest.mark.browser

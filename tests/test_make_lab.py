@@ -1,5 +1,7 @@
 """`make lab` serves JupyterLab on 127.0.0.1 only, always behind a token,
-opened at notebooks/00_start_here.ipynb.
+opened at notebooks/00_start_here.ipynb: the URL it prints opens lesson 00, no news
+prompt appears, and nothing of nbgrader (menu, Validate button, Create Assignment panel,
+Formgrader) is there; `make lab-instructor` keeps nbgrader for grading.
 
 One server is started for the module, exactly as a learner starts it
 (`make lab`), plus the flags a test needs: no browser, a free port, no port
@@ -95,8 +97,8 @@ def listening_addresses(port: int) -> set[str]:
     return found
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
+def start(target: str, tmp_path_factory):
+    """``make TARGET`` with a free port and no browser; yields what the tests read."""
     if shutil.which("make") is None:
         pytest.skip("`make` is not installed")
     if subprocess.run(["make", "-C", str(ROOT), "-q", STAMP], env=make_env(
@@ -111,10 +113,10 @@ def lab(tmp_path_factory):
     runtime = Path(env["JUPYTER_RUNTIME_DIR"])
     port = free_port()
     log_path = tmp / "lab.log"
-    lab_args = f"--no-browser --port={port} --port-retries=0 --LabApp.news_url=None"
+    lab_args = f"--no-browser --port={port} --port-retries=0"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            ["make", "-C", str(ROOT), "--no-print-directory", "lab", f"LAB_ARGS={lab_args}"],
+            ["make", "-C", str(ROOT), "--no-print-directory", target, f"LAB_ARGS={lab_args}"],
             env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,  # its own process group: stoppable as a whole
         )
@@ -129,12 +131,22 @@ def lab(tmp_path_factory):
                     break
             time.sleep(0.25)
         else:
-            pytest.fail(f"`make lab` did not serve on port {port} within {START_SECONDS} s "
+            pytest.fail(f"`make {target}` did not serve on port {port} within {START_SECONDS} s "
                         f"(exit code {proc.poll()}):\n{log_path.read_text()[-3000:]}")
         yield {"port": port, "info": info, "runtime": runtime, "log": log_path, "proc": proc,
                "base": f"http://127.0.0.1:{port}"}
     finally:
         stop_lab(proc, f"http://127.0.0.1:{port}", info.get("token") if info else None)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    yield from start("lab", tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def instructor_lab(tmp_path_factory):
+    yield from start("lab-instructor", tmp_path_factory)
 
 
 def test_server_info_names_127_0_0_1(lab):
@@ -170,9 +182,107 @@ def test_serves_the_repository_root(lab):
 
 def test_opens_lesson_00_in_jupyterlab(lab):
     """With --no-browser the server still writes the page it would open."""
-    (open_file,) = lab["runtime"].glob("jpserver-file-to-run-*-open.html")
+    (open_file,) = lab["runtime"].glob("jpserver-*-open.html")
     (url,) = re.findall(r'http-equiv="refresh" content="1;url=([^"]+)"', open_file.read_text())
     parts = urllib.parse.urlsplit(html.unescape(url))
     assert parts.hostname == "127.0.0.1"
     assert parts.path == "/lab/tree/" + LESSON_00
     assert urllib.parse.parse_qs(parts.query)["token"] == [lab["info"]["token"]]
+
+
+def printed_urls(lab) -> list[str]:
+    """The URLs the server prints for a person to copy (the README says to)."""
+    text = lab["log"].read_text()
+    return sorted(set(re.findall(r"^\s*(http://127\.0\.0\.1:\d+/\S*\?token=\S+)\s*$", text,
+                                 re.M)))
+
+
+def test_the_printed_url_opens_lesson_00_with_the_token(lab):
+    urls = printed_urls(lab)
+    assert urls, f"no URL with a token in the output:\n{lab['log'].read_text()[-2000:]}"
+    for url in urls:
+        parts = urllib.parse.urlsplit(url)
+        assert parts.path == "/lab/tree/" + LESSON_00, url
+        assert urllib.parse.parse_qs(parts.query)["token"] == [lab["info"]["token"]]
+
+
+def page_config(lab) -> dict:
+    request = urllib.request.Request(lab["base"] + "/lab",
+                                     headers={"Authorization": f"token {lab['info']['token']}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        page = response.read().decode()
+    (data,) = re.findall(r'<script id="jupyter-config-data" type="application/json">(.*?)'
+                         r"</script>", page, re.S)
+    return json.loads(data)
+
+
+def test_the_learner_gets_no_nbgrader_lab_extension_and_no_news_request(lab):
+    config = page_config(lab)
+    assert "@jupyter/nbgrader" in config["disabledExtensions"]
+    assert not config.get("newsUrl")
+
+
+def test_the_learner_gets_no_formgrader_or_assignment_server_extension(lab):
+    token = lab["info"]["token"]
+    assert get(lab["base"] + "/formgrader", token) == 404
+    assert get(lab["base"] + "/assignments", token) == 404
+    assert "nbgrader" not in lab["log"].read_text()
+
+
+@pytest.mark.slow
+def test_the_instructor_target_keeps_nbgrader(instructor_lab):
+    config = page_config(instructor_lab)
+    assert "@jupyter/nbgrader" not in config.get("disabledExtensions", [])
+    token = instructor_lab["info"]["token"]
+    assert get(instructor_lab["base"] + "/formgrader", token) in (200, 302)
+
+
+# -- what a learner sees, in Chromium ------------------------------------------------------
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARTIFACTS = ROOT / "test-artifacts" / "browser"
+
+
+@pytest.mark.browser
+def test_the_printed_url_shows_lesson_00_and_nothing_of_nbgrader_or_news(lab):
+    if not CHROMIUM.exists():
+        if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+            pytest.fail(f"CI is set and {CHROMIUM} is missing")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    (url,) = printed_urls(lab)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                    args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1440, "height": 900})
+        requests = []
+        page.on("request", lambda r: requests.append(r.url))
+        try:
+            page.goto(url)
+            tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current")
+            tab.filter(has_text="00_start_here.ipynb").wait_for(timeout=90_000)
+            page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(
+                timeout=60_000)
+            page.wait_for_timeout(3000)  # a toast or a late extension would show by now
+            menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+            assert "File" in menus and "Nbgrader" not in menus, menus
+            assert page.get_by_text("Jupyter news").count() == 0
+            assert page.locator(".jp-toast-message, .Toastify__toast").count() == 0
+            assert page.locator("[data-command='nbgrader:validate'], "
+                                "button:has-text('Validate')").count() == 0
+            sidebars = " ".join(page.locator(".jp-SideBar .lm-TabBar-tab").evaluate_all(
+                "tabs => tabs.map(t => (t.title || '') + ' ' + t.textContent)"))
+            assert "Create Assignment" not in sidebars and "Nbgrader" not in sidebars, sidebars
+            assert page.get_by_text("Create Assignment").count() == 0
+            outside = [u for u in requests if urllib.parse.urlsplit(u).scheme in ("http", "https")
+                       and urllib.parse.urlsplit(u).hostname != "127.0.0.1"]
+            assert outside == []
+        except BaseException:
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "make_lab_learner.png"))
+            raise
+        finally:
+            browser.close()

@@ -9,6 +9,7 @@ it to a lesson without executing it.
 from __future__ import annotations
 
 import html.parser
+import re
 import sys
 import urllib.parse
 from pathlib import Path
@@ -22,6 +23,8 @@ import slides  # noqa: E402
 
 LESSONS = slides.lessons()
 WIDGET = {"application/vnd.jupyter.widget-view+json": {"model_id": "0" * 32}}
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9"
+       "awAAAABJRU5ErkJggg==")
 
 
 def notebook(*cells):
@@ -41,16 +44,19 @@ def code(text, widget=False):
 
 # -- the rule ------------------------------------------------------------------
 
+SETUP = "import mha  # the set-up cell"
+
+
 def test_title_and_sections_start_slides_and_code_stays_with_its_markdown():
-    nb = notebook(md("# 99 Title"), code("import mha"), md("## 1. A section"), code("x = 1"),
+    nb = notebook(md("# 99 Title"), code(SETUP), md("## 1. A section"), code("x = 1"),
                   md("Exercise set: ... Previous | Next"))
-    assert slides.slide_types(nb) == ["slide", "-", "slide", "-", "slide"]
+    assert slides.slide_types(nb) == ["slide", "skip", "slide", "-", "-"]
 
 
-def test_markdown_after_code_starts_a_subslide():
-    nb = notebook(md("# T"), md("## 1. S"), code("x = 1"), md("Now the next idea."), code("y"),
-                  md("footer"))
-    assert slides.slide_types(nb)[3] == "subslide"
+def test_the_answer_to_a_predict_prompt_is_on_the_next_slide():
+    nb = notebook(md("# T"), code(SETUP), md("## 1. S"), md("**Predict.** How large?"),
+                  code("x = 1"), md("It is 1."))
+    assert slides.slide_types(nb)[3:] == ["-", "subslide", "-"]
 
 
 def test_a_third_level_heading_starts_a_subslide():
@@ -59,14 +65,46 @@ def test_a_third_level_heading_starts_a_subslide():
 
 
 def test_a_widget_cell_gets_its_own_slide_and_the_next_cell_a_subslide():
-    nb = notebook(md("# T"), md("## 6. Try it"), code("explorer", widget=True),
-                  code("assert explorer.state"), md("footer"))
-    assert slides.slide_types(nb)[2:4] == ["slide", "subslide"]
+    nb = notebook(md("# T"), code(SETUP), md("## 6. Try it"), code("explorer", widget=True),
+                  code("explorer.summary()"), md("footer"))
+    assert slides.slide_types(nb)[3:5] == ["slide", "subslide"]
 
 
 def test_a_hash_without_a_space_is_not_a_heading():
-    nb = notebook(md("# T"), code("x"), md("#hashtag text"), md("footer"))
-    assert slides.slide_types(nb)[2] == "subslide"  # markdown after code, not a slide
+    nb = notebook(md("# T"), code(SETUP), code("x"), md("#hashtag text"), md("footer"))
+    assert slides.slide_types(nb)[3] == "-"  # not a heading: it continues the slide
+
+
+def test_check_cells_launch_cells_and_the_setup_cell_stay_out():
+    check = code("assert x == 1")
+    check.metadata["tags"] = ["check"]
+    header, install = md("Open in Colab"), code("# install")
+    header.metadata["tags"], install.metadata["tags"] = ["launch-header"], ["launch-install"]
+    nb = notebook(md("# T"), header, install, code(SETUP), md("## 1. S"), code("x = 1"), check)
+    assert slides.slide_types(nb) == ["slide", "skip", "skip", "skip", "slide", "-", "skip"]
+
+
+def test_a_long_listing_stays_out():
+    listing = code("\n".join(f"x{i} = {i}" for i in range(slides.LONG_SOURCE + 1)))
+    shown = code("mha.show_source(mha.softmax)")
+    printed = code("print(table)")
+    printed.outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                              text="row\n" * (slides.LONG_OUTPUT + 1))]
+    nb = notebook(md("# T"), code(SETUP), listing, shown, printed, code("y = 2"))
+    assert slides.slide_types(nb)[2:] == ["skip", "skip", "skip", "-"]
+
+
+def test_going_deeper_stays_out_of_the_slides():
+    nb = notebook(md("# T"), code(SETUP), md("## What to remember\n\n- a"),
+                  md("## Going deeper\n\nOptional: ..."), code("z = 3"), md("### More"))
+    assert slides.slide_types(nb)[3:] == ["skip", "skip", "skip"]
+
+
+def test_a_cell_that_would_overflow_the_slide_starts_a_subslide():
+    tall = md("\n\n".join(["A sentence of prose that fills a line. " * 2] * 8))
+    nb = notebook(md("# T"), code(SETUP), md("## 1. S"), tall, tall)
+    assert slides.estimate(tall) * 2 > slides.BUDGET
+    assert slides.slide_types(nb)[3:] == ["-", "subslide"]
 
 
 def test_check_reports_a_cell_whose_slide_type_breaks_the_rule():
@@ -80,6 +118,53 @@ def test_apply_twice_changes_nothing():
     nb = notebook(md("# T"), code("x", widget=True), md("footer"))
     once = nbformat.writes(slides.apply(nb))
     assert nbformat.writes(slides.apply(nbformat.reads(once, as_version=4))) == once
+
+
+# -- what a static deck shows ----------------------------------------------------------
+
+def test_the_deck_shows_code_without_the_lines_that_pin_numbers():
+    source = ("w = softmax(s)\nassert w.sum() == 1\nnp.testing.assert_allclose(w, [0.5, 0.5],\n"
+              "    atol=1e-9)\nwith np.testing.assert_raises(ValueError):\n    softmax([])\n"
+              "with np.errstate(over='ignore'):\n    e = np.exp(s)\n    assert e.all()\nw")
+    assert slides.without_checks(source) == ("w = softmax(s)\nwith np.errstate(over='ignore'):"
+                                             "\n    e = np.exp(s)\nw")
+
+
+def test_an_answer_stays_inside_its_closed_details_in_the_deck():
+    source = ("1. How many?\n<details><summary>Answer</summary>\n\nSixteen, $\\sqrt{256}$."
+              "\n</details>\n\n2. Next?")
+    html = slides.details_as_html(source)
+    assert "<details><summary>Answer</summary><div class=\"answer\"><p>Sixteen" in html
+    assert "\n" not in re.search(r"<details>.*?</details>", html, re.S).group(0)
+
+
+def test_a_long_markdown_cell_is_cut_into_slide_sized_parts_keeping_headings_with_text():
+    items = "\n".join(f"- point {i}: " + "words " * 30 for i in range(12))
+    parts = slides.split_markdown("## What to remember\n\n" + items + "\n\n## Check yourself"
+                                  "\n\n1. A question?")
+    assert len(parts) >= 2
+    assert all(slides._markdown_height(p) <= slides.BUDGET for p in parts)
+    assert not any(slides._is_heading(p.split("\n\n")[-1]) for p in parts)
+    assert sum("## Check yourself\n\n1. A question?" in p for p in parts) == 1
+
+
+def test_a_widget_becomes_its_stored_picture_and_a_line_about_the_live_widget():
+    cell = code("explorer", widget=True)
+    cell.outputs[0].data["image/png"] = PNG
+    cell.outputs[0].data["text/plain"] = "ScalingExplorer: d_k = 64"
+    nb = slides.deck_notebook(notebook(md("# T"), code(SETUP), cell))
+    picture, note = nb.cells[1], nb.cells[2]
+    assert list(picture.outputs[0].data) == ["image/png"]
+    assert picture.outputs[0].metadata["alt"].startswith("Stored picture of the live widget")
+    assert "needs the notebook" in note.source or "need the notebook" in note.source
+    assert "widgets" not in nb.metadata
+
+
+def test_a_check_cell_is_not_in_the_deck_notebook():
+    check = code("assert x == 1")
+    check.metadata["tags"] = ["check"]
+    nb = slides.deck_notebook(notebook(md("# T"), code(SETUP), code("x = 1"), check))
+    assert [c.source for c in nb.cells] == ["# T", "x = 1"]
 
 
 # -- the presenter -----------------------------------------------------------------
@@ -157,15 +242,22 @@ def test_deck_loads_scripts_and_styles_only_from_its_own_folder(deck):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # the first export npm-installs reveal.js, MathJax, the widget renderer
-def test_deck_loads_reveal_and_the_widget_renderer_from_the_vendor_folder(deck):
-    """reveal.js is loaded by require() (not a src attribute); the widget renderer is
-    added by a script only on a deck with widgets, so its configured path is checked."""
+@pytest.mark.timeout(900)  # the first export npm-installs reveal.js and MathJax
+def test_deck_loads_reveal_from_the_vendor_folder_and_no_widget_manager(deck):
+    """reveal.js is loaded by require() (not a src attribute); no widget JavaScript."""
     page = deck.read_text()
     assert f'"{slides.MODULES}/reveal.js/dist/reveal.js"' in page
     assert (deck.parent / slides.MODULES / "reveal.js/dist/reveal.js").is_file()
-    renderer = "@jupyter-widgets/html-manager/dist/embed-amd.js"
-    assert f"--SlidesExporter.widget_renderer_url={slides.MODULES}/{renderer}" in \
-        slides.NBCONVERT_ARGS
-    assert (deck.parent / slides.MODULES / renderer).is_file()
+    assert "html-manager" not in page and "embed-amd" not in page
     assert "mermaid" not in page.lower()  # nbconvert's one unconfigurable CDN script
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_vendor_folder_is_under_30_megabytes_and_holds_only_the_listed_files(deck):
+    vendor = deck.parent / slides.MODULES
+    files = [p for p in vendor.rglob("*") if p.is_file()]
+    size = sum(p.stat().st_size for p in files)
+    assert size < 30 * 2**20, f"{vendor} holds {size / 2**20:.1f} MiB"
+    listed = [vendor / name for name in slides.VENDOR_FILES]
+    assert all(any(p == f or f in p.parents for f in listed) for p in files)

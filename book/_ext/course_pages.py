@@ -6,8 +6,16 @@
 - After each widget: a line saying what the live widget does (its class
   docstring's first paragraph, read from src/mha/widgets/ without importing it)
   and that the page shows its stored picture.
-- On each exercise set: a note that it runs in JupyterLab or Binder.
+- On each exercise set: a note that it runs in JupyterLab, Colab or Binder, with its links.
+- Left out: check cells (tag ``check``: asserts pinning the prose's numbers) and the install
+  cell tools/launch.py adds (tag ``launch-install``); the launch header with its Colab and
+  Binder links stays. The index's ``<!-- launch-links -->`` becomes lesson 00's links.
+- "Check yourself" answers and "Your turn" solutions stay in closed ``<details>``: an answer
+  under a numbered question is indented into the list item (else the markdown parser ends
+  the list and shows the answer outside its ``<details>``).
 - MathJax and its CHTML font, copied from book/node_modules/ into _static/.
+
+Every launch link comes from tools/launch.py (one address, in pyproject.toml).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ BOOK = Path(__file__).resolve().parents[1]
 ROOT = BOOK.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import figure_alt_text  # noqa: E402
+import launch  # noqa: E402
 
 logger = logging.getLogger(__name__)
 NODE_MODULES = BOOK / "node_modules"
@@ -39,9 +48,30 @@ EXERCISE_NOTE = """\
 
 This page is the student version of the exercise set, to read. Its answers are checked
 by code, so work on it in JupyterLab (`make lab`, then open
-`notebooks/exercises/%s.ipynb`) or on Binder (the README's badge).
+`notebooks/exercises/%s.ipynb`), in [Colab](%s) or on [Binder](%s).
 :::
 """
+LEFT_OUT = {"check", launch.INSTALL}
+ITEM = re.compile(r"^(\d+\.|[-*+])\s+")
+
+
+def details_in_list_items(source: str) -> str:
+    """Indent a ``<details>`` block that follows a list item into that item, so the answer
+    stays inside the item and inside its ``<details>``."""
+    lines, out, indent, inside = source.split("\n"), [], None, False
+    for line in lines:
+        item = ITEM.match(line)
+        if item:
+            indent = " " * len(item.group(0))
+        elif line.startswith("<details") and indent is not None:
+            inside = True
+        elif line and not line[0].isspace() and not inside:
+            indent = None  # a paragraph at the margin ends the list
+        out.append(indent + line if inside and line else line)
+        if inside and "</details>" in line:
+            inside = False
+    return "\n".join(out)
+
 WIDGET_NOTE = """\
 :::{admonition} Live widget
 :class: widget-note
@@ -76,13 +106,27 @@ def markdown_cell(source: str, cell_id: str) -> dict:
     return {"cell_type": "markdown", "id": cell_id, "metadata": {}, "source": source}
 
 
+def launch_links() -> str:
+    project, lesson = launch.Project(), "notebooks/00_start_here.ipynb"
+    return (f"[Open lesson 00 in Colab]({project.colab(lesson)}) or "
+            f"[on Binder]({project.binder(lesson)}).")
+
+
 def add_book_cells(app, docname: str, source: list[str]) -> None:
     """source-read: alt text, widget lines and the exercise note, in the notebook JSON."""
+    if docname == "index":
+        source[0] = source[0].replace("<!-- launch-links -->", launch_links())
+        return
     if not docname.startswith("notebooks/"):
         return
     nb = json.loads(source[0])
     cells = []
     for index, cell in enumerate(nb["cells"]):
+        if LEFT_OUT & set(cell.get("metadata", {}).get("tags", [])):
+            continue
+        if cell["cell_type"] == "markdown":
+            text = "".join(cell["source"])
+            cell["source"] = details_in_list_items(text) if "<details" in text else text
         cells.append(cell)
         if cell["cell_type"] != "code" or not figure_alt_text.has_picture(cell):
             continue
@@ -97,7 +141,11 @@ def add_book_cells(app, docname: str, source: list[str]) -> None:
         if figure_alt_text.widget_text(cell) is not None:
             cells.append(markdown_cell(widget_note(cell), f"book-widget-note-{index}"))
     if docname.startswith("notebooks/exercises/"):
-        cells.insert(1, markdown_cell(EXERCISE_NOTE % docname.rsplit("/", 1)[1],
+        name = docname.rsplit("/", 1)[1]
+        path = f"notebooks/exercises/{name}.ipynb"
+        project = launch.Project()
+        cells.insert(1, markdown_cell(EXERCISE_NOTE % (name, project.colab(path),
+                                                       project.binder(path)),
                                        "book-exercise-note"))
     nb["cells"] = cells
     source[0] = json.dumps(nb)
