@@ -34,12 +34,18 @@ def tags(cell) -> list[str]:
     return cell.get("metadata", {}).get("tags", [])
 
 
+LAUNCH_TAGS = {"launch-header", "launch-install"}  # tools/launch.py's cells: not the lesson's
+
+
 def core_cells(nb) -> list[dict]:
-    """The cells before the ``## Going deeper`` heading (all of them without one)."""
-    for index, cell in enumerate(nb["cells"]):
+    """The lesson's own cells before the ``## Going deeper`` heading (all of them without
+    one); the launch header and install cells that tools/launch.py adds are not counted."""
+    cells = nb["cells"]
+    for index, cell in enumerate(cells):
         if cell["cell_type"] == "markdown" and source(cell).lstrip().startswith(GOING_DEEPER):
-            return nb["cells"][:index]
-    return nb["cells"]
+            cells = cells[:index]
+            break
+    return [c for c in cells if not LAUNCH_TAGS & set(tags(c))]
 
 
 def deeper_heading(nb) -> dict | None:
