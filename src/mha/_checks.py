@@ -255,6 +255,22 @@ def check_fits_in_memory(n_bytes: int, what: str, hint: str) -> None:
                             f"{_gib(total)} of memory; {hint}")
 
 
+def check_scores_memory(shape: tuple[int, ...], dtype, itemsize: int, way_out: str) -> None:
+    """Refuse (:class:`TooLargeError`) ``(..., Tq, Tk)`` scores larger than the machine's RAM.
+
+    One wording for the NumPy and the torch side: ``"the scores (..., Tq, Tk) =
+    (1, 1048576, 1048576) in float64 alone need 8.0 TiB, more than this
+    machine's 23.5 GiB of memory; "`` then ``way_out``. Only the scores are
+    counted (the weights and the masked copy come on top), so what is refused
+    could never have run.
+    """
+    n = itemsize
+    for size in shape:
+        n *= int(size)  # Python ints: no overflow
+    check_fits_in_memory(n, f"the scores (..., Tq, Tk) = {tuple(int(s) for s in shape)} in "
+                            f"{dtype_name(dtype)} alone", way_out)
+
+
 def check_number(x, name: str, *, above=None) -> float:
     """``x`` as a finite Python float; refuse a bool, string, tensor or array
     (``DTypeError``) and NaN, +-inf or a value not above ``above`` (``ValueError``)."""

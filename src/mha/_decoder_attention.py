@@ -116,7 +116,7 @@ def gqa_attention(q, k, v, mask=None, impl: str = "manual"):
             refuse_nonfinite_attention(q, repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv),
                                        1 / math.sqrt(dh))
         return out
-    _check_scores_memory((b, h, t_q, t_k), q.element_size())  # before repeat_kv copies
+    _check_scores_memory((b, h, t_q, t_k), q.dtype, q.element_size())  # before repeat_kv
     k, v = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)  # (B, H, Tk, dh)
     scores = (q @ k.transpose(-2, -1)) / math.sqrt(dh)  # (B, H, Tq, Tk)
     if not all_finite(scores):  # before the mask, as mha.attention checks

@@ -30,13 +30,13 @@ from ._checks import (
     check_device,
     check_dropout,
     check_finite,
-    check_fits_in_memory,
     check_flag,
     check_has_keys,
     check_heads,
     check_non_negative_int,
     check_output_finite,
     check_scale,
+    check_scores_memory,
     check_torch_float_dtype,
     refuse_nonfinite_attention,
 )
@@ -94,15 +94,11 @@ def check_torch_mask(mask, shape: tuple[int, ...], name: str = "mask", device=No
     return mask
 
 
-def _check_scores_memory(shape: tuple[int, ...], element_size: int) -> None:
-    """Refuse (``TooLargeError``) ``(B, H, Tq, Tk)`` scores larger than the machine's RAM.
-
-    The manual path holds the scores and the weights, two such tensors at once.
-    """
-    n = math.prod(shape) * element_size
-    check_fits_in_memory(
-        2 * n, f"the scores and weights (B, H, Tq, Tk) = {tuple(shape)}, {element_size} bytes "
-        "each entry,", "impl='sdpa' (fused kernels that never build them) or shorter sequences.")
+def _check_scores_memory(shape: tuple[int, ...], dtype, element_size: int) -> None:
+    """Refuse (``TooLargeError``) ``(B, H, Tq, Tk)`` scores larger than the machine's RAM,
+    in the NumPy side's words (:func:`mha._checks.check_scores_memory`)."""
+    check_scores_memory(shape, dtype, element_size,
+                        "impl='sdpa' (fused kernels that never build them) or shorter sequences.")
 
 
 def _non_bool_error(name, mask) -> DTypeError:
@@ -266,7 +262,7 @@ class MultiHeadAttention(nn.Module):
         is_causal = check_flag(is_causal, "is_causal")
         average_attn_weights = check_flag(average_attn_weights, "average_attn_weights")
         if self.impl == "manual":  # before any (Tq, Tk) mask or score is allocated
-            _check_scores_memory((b, self.n_heads, t_q, t_k), query.element_size())
+            _check_scores_memory((b, self.n_heads, t_q, t_k), query.dtype, query.element_size())
         # Square causal self-attention with no other mask goes to SDPA's own is_causal
         # (its fused kernels); every other causal case becomes an explicit lower-right mask.
         sdpa_causal = is_causal and mask is None and key_padding_mask is None and t_q == t_k

@@ -26,12 +26,12 @@ import numpy as np
 from ._checks import (
     as_array,
     as_float_array,
-    check_fits_in_memory,
     check_flag,
     check_has_features,
     check_has_keys,
     check_real_dtype,
     check_scale,
+    check_scores_memory,
     first_index,
     to_float_exact,
 )
@@ -143,7 +143,7 @@ def scores(q, k, scale: float | None = None) -> np.ndarray:
         scale = 1.0 / np.sqrt(q.shape[-1])
     s = _check_scale(scale, q.dtype)
     check_scores_memory(np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
-                        + (q.shape[-2], k.shape[-2]), q.dtype)
+                        + (q.shape[-2], k.shape[-2]), q.dtype, q.dtype.itemsize, _NO_SCORES)
     with np.errstate(over="ignore", invalid="ignore"):
         out = (q @ np.swapaxes(k, -1, -2)) * s
     bad = ~np.isfinite(out)
@@ -206,17 +206,8 @@ def attention(q, k, v, mask=None, scale: float | None = None, is_causal: bool = 
     return weights @ v, weights
 
 
-def check_scores_memory(shape: tuple[int, ...], dtype) -> None:
-    """Refuse (``TooLargeError``) ``(..., Tq, Tk)`` scores larger than the machine's RAM.
-
-    NumPy would try, and fail with a ``MemoryError`` (or the OS would stop the
-    process); the message names the size and the way out.
-    """
-    n = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
-    check_fits_in_memory(
-        n, f"the scores {tuple(shape)} (..., Tq, Tk) in {np.dtype(dtype)} alone",
-        "mha.tiled.tiled_attention never builds them (its memory grows linearly in T); "
-        "or use shorter sequences.")
+_NO_SCORES = ("mha.tiled.tiled_attention never builds them (its memory grows linearly in T); "
+              "or use shorter sequences.")
 
 
 def _check_qkv(q, k, v):
