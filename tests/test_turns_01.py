@@ -39,3 +39,20 @@ def test_each_classic_mistake_is_named(mistake):
 def test_a_wrong_answer_without_a_name_shows_the_first_differing_case():
     with pytest.raises(CheckFailed, match="wrong on case"):
         check_attend(lambda q, k, v: solution(q, k, v) + 0.1)
+
+
+def test_a_softmax_shifted_by_the_global_maximum_is_named():
+    def global_shift(q, k, v):
+        s = q @ k.T / np.sqrt(k.shape[1])
+        e = np.exp(s - s.max())                    # one shift for the whole matrix
+        return (e / e.sum(axis=1, keepdims=True)) @ v
+    with pytest.raises(CheckFailed, match="shift each row by its own maximum|its own maximum"):
+        check_attend(global_shift)
+
+
+def test_an_unshifted_softmax_is_still_named_no_max_shift():
+    def no_shift(q, k, v):
+        e = np.exp(q @ k.T / np.sqrt(k.shape[1]))
+        return (e / e.sum(axis=1, keepdims=True)) @ v
+    with pytest.raises(CheckFailed, match="subtract each row's maximum"):
+        check_attend(no_shift)

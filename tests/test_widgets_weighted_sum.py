@@ -182,7 +182,7 @@ def test_moving_a_slider_redraws_the_image(explorer):
 def test_picture_is_large_enough_to_read(explorer):
     png = bytes(explorer.image.value)
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
-    assert (width, height) == (900, 320) == explorer.image_size
+    assert (width, height) == (900, 380) == explorer.image_size
 
 
 def test_picture_is_shown_at_its_natural_width_never_stretched(explorer):
@@ -278,3 +278,26 @@ def test_the_end_of_the_length_slider_lies_on_its_grid():
     steps = (slider.max - slider.min) / slider.step
     assert abs(steps - round(steps)) < 1e-9
     assert round(slider.max, 2) == 5.99
+
+
+def test_the_key_rings_are_drawn_over_the_query_arrow(explorer):
+    # The default query runs along k0 and its arrow covered k0's ring: the rings are animated
+    # artists drawn after the arrow.
+    moving = explorer.animated_artists()
+    assert all(moving.index(ring) > moving.index(explorer.query_arrow)
+               for ring in explorer.key_rings)
+
+
+def test_the_angle_is_drawn_as_an_arc_with_its_number(explorer):
+    explorer.angle_slider.value = -30.0
+    x, y = explorer.angle_arc.get_data()
+    angles = np.degrees(np.arctan2(y, x))
+    np.testing.assert_allclose([angles[0], angles[-1]], [0.0, -30.0], atol=1e-9)
+    assert explorer.angle_text.get_text() == "-30\N{DEGREE SIGN}"
+
+
+def test_a_dotted_circle_marks_the_keys_length_one(explorer):
+    circles = [line for line in explorer.ax_keys.lines if line.get_linestyle() == ":"]
+    assert len(circles) == 1
+    x, y = circles[0].get_data()
+    np.testing.assert_allclose(np.hypot(x, y), 1.0)

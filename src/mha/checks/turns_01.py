@@ -4,7 +4,9 @@
 ``(Tq, d_k)``, keys ``(Tk, d_k)``, values ``(Tk, d_v)``) and compares what it
 returns, the read-outs ``(Tq, d_v)``, with the package's attention, on the
 lesson's keys and values, on random ones and on scores large enough to
-overflow an unshifted ``exp``. The classic wrong answers are named.
+overflow an unshifted ``exp``, and on two rows whose maxima lie far apart, where
+a softmax shifted by the one largest score of the whole matrix (instead of each
+row's own maximum) underflows a row to 0 / 0. The classic wrong answers are named.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ ATTEND_CASES = (
          (_rng.normal(size=(4, 3)), _rng.normal(size=(5, 3)), _rng.normal(size=(5, 2)))),
     Case("one query, scores near 1000 (an unshifted exp overflows)",
          (np.array([[1500.0, 30.0]]), np.array([[1.0, 0.0], [1.0, 0.05]]), V01)),
+    Case("two queries whose scores lie far apart: row 0 near 778, row 1 at 0",
+         (np.array([[1100.0, 0.0], [0.0, 0.0]]), K01, V01)),
 )
 
 
@@ -57,6 +61,13 @@ def _no_shift(q, k, v):
         return (e / e.sum(axis=-1, keepdims=True)) @ v
 
 
+def _global_shift(q, k, v):
+    with np.errstate(under="ignore", invalid="ignore"):
+        s = q @ k.T / np.sqrt(k.shape[1])
+        e = np.exp(s - s.max())  # one shift for the whole matrix: a low row underflows to 0
+        return (e / e.sum(axis=-1, keepdims=True)) @ v
+
+
 def _weights_not_readout(q, k, v):
     return _softmax_rows(q @ k.T / np.sqrt(k.shape[1]))
 
@@ -72,6 +83,10 @@ ATTEND_MISTAKES = (
     Mistake("weights not normalised",
             "the weights do not sum to 1: divide each row of exp(...) by its own sum "
             "(e / e.sum(axis=-1, keepdims=True)).", _not_normalised),
+    Mistake("shift each row by its own maximum",
+            "you subtract the largest score of the whole matrix (s.max()), so a row whose "
+            "scores all lie far below it underflows to exp = 0 and 0 / 0 is NaN: shift each "
+            "row by its own maximum, s.max(axis=-1, keepdims=True).", _global_shift),
     Mistake("no max shift",
             "exp of a large score overflows to inf and inf / inf is NaN: subtract each row's "
             "maximum before exp (it changes no weight).", _no_shift),

@@ -61,6 +61,9 @@ def weighted_sum_readout(query, keys, values, scale: float = 1.0) -> dict:
     return {"query": q, "scores": scores, "weights": weights, "readout": weights @ v}
 
 
+ARC_RADIUS = 2.2  # the angle's arc, outside the keys' unit circle
+
+
 def _fmt(vector) -> str:
     return "[" + ", ".join(f"{round(float(x), 2) + 0.0:.2f}" for x in vector) + "]"  # no -0.00
 
@@ -114,7 +117,7 @@ class WeightedSumExplorer(Explorer):
             value=length, min=0.0, max=self.MAX_LENGTH, step=self.LENGTH_STEP,
             description="query length", readout_format=".2f", continuous_update=True,
             style=style, layout=slider_layout)
-        super().__init__([self.angle_slider, self.length_slider], figsize=(9.0, 3.2))
+        super().__init__([self.angle_slider, self.length_slider], figsize=(9.0, 3.8))
 
     def build_box(self):
         # One slider above the other, each wide enough to drag with care.
@@ -122,7 +125,7 @@ class WeightedSumExplorer(Explorer):
 
     def setup_figure(self):
         ax_k, ax_w, ax_v = self.ax_keys, self.ax_weights, self.ax_values = self.figure.subplots(
-            1, 3, gridspec_kw={"width_ratios": [1.0, 0.8, 1.0]})
+            1, 3, gridspec_kw={"width_ratios": [1.35, 0.65, 1.0]})
         n = len(self.keys)
         names = [f"k{j}" for j in range(n)]
         # keys and query
@@ -134,10 +137,17 @@ class WeightedSumExplorer(Explorer):
         # default query [ln 3, 0] runs along k0).
         key_arrow = {"arrowstyle": "-|>", "color": "tab:blue", "lw": 1.2, "mutation_scale": 9,
                      "shrinkA": 0, "shrinkB": 0, "alpha": 0.8}
+        # The axes reach the longest query (about 6), so the keys, of length 1, are short: a
+        # dotted circle of radius 1 marks their length.
+        circle = np.linspace(0.0, 2.0 * np.pi, 121)
+        ax_k.plot(np.cos(circle), np.sin(circle), color="tab:blue", lw=0.8, ls=":", zorder=1)
+        self.key_rings = []
         for name, (x, y) in zip(names, self.keys, strict=True):
             ax_k.annotate("", xy=(x, y), xytext=(0, 0), arrowprops=key_arrow, zorder=2)
-            ax_k.scatter([x], [y], s=110, facecolors="none", edgecolors="tab:blue",
-                         linewidths=1.5, zorder=2)  # a ring: seen around the query's tip too
+            # a ring at the key's tip, redrawn over the query (animated): the default query
+            # runs along k0 and would hide it
+            (ring,) = ax_k.plot([x], [y], "o", ms=10, mfc="none", mec="tab:blue", mew=1.5)
+            self.key_rings.append(ring)
             side = (-16, -4) if abs(x) < abs(y) else (-4, -15)  # left of a vertical key, else below
             ax_k.annotate(name, (x, y), textcoords="offset points", xytext=side,
                           color="tab:blue", fontsize=9)
@@ -147,6 +157,10 @@ class WeightedSumExplorer(Explorer):
                                          annotation_clip=False)
         self.query_label = ax_k.text(0, 0, "q", color="tab:red", fontsize=10,
                                      fontweight="bold", ha="left", va="bottom")
+        # the angle, as an arc from feature 0's axis to the query, with its number
+        (self.angle_arc,) = ax_k.plot([], [], color="tab:red", lw=1.2)
+        self.angle_text = ax_k.text(0, 0, "", color="tab:red", fontsize=8, ha="center",
+                                    va="center")
         ax_k.set_xlim(-reach, reach)
         ax_k.set_ylim(-reach, reach)
         ax_k.set_xticks([-5, 0, 5])
@@ -191,12 +205,22 @@ class WeightedSumExplorer(Explorer):
         return weighted_sum_readout(q, self.keys, self.values)
 
     def animated_artists(self):
-        return [self.query_arrow, self.query_label, *self.bars, *self.score_texts, self.point]
+        return [self.angle_arc, self.angle_text, self.query_arrow, *self.key_rings,
+                self.query_label, *self.bars, *self.score_texts, self.point]
 
     def draw(self, state):
         q, s, w, r = state["query"], state["scores"], state["weights"], state["readout"]
         self.query_arrow.xy, self.query_arrow.xyann = tuple(q), (0.0, 0.0)
         self.query_label.set_position((q[0] + 0.25, q[1] + 0.15))
+        angle = math.radians(self.angle_slider.value)
+        arc = np.linspace(0.0, angle, max(2, int(abs(angle) / 0.05) + 2))
+        self.angle_arc.set_data(ARC_RADIUS * np.cos(arc), ARC_RADIUS * np.sin(arc))
+        # the number beside the arc's middle; a small angle leaves no room, so below the axis
+        narrow = abs(angle) <= 0.35
+        middle = ARC_RADIUS + (0.9 if narrow else 1.3)
+        self.angle_text.set_position((middle * math.cos(angle / 2),
+                                      middle * math.sin(angle / 2) - (0.55 if narrow else 0.0)))
+        self.angle_text.set_text(f"{self.angle_slider.value:.0f}\N{DEGREE SIGN}")
         for bar, text, score, weight in zip(self.bars, self.score_texts, s, w, strict=True):
             bar.set_height(weight)
             text.set_y(weight + 0.02)
