@@ -17,17 +17,17 @@ from ._core import Case, CheckFailed, Mistake, NotAttempted, run_check
 __all__ = ["check_tile_step", "tile_step_reference"]
 
 
-def _step(m, ell, a, s, v, *, rescale="both", running_max=True, shift=True):
+def _step(m, ell, a, s, v, *, rescale="both", running_max=True, shift="new", mix="@"):
     """The tile step, with one part switched to a known mistake."""
     m_new = max(m, float(np.max(s))) if running_max else float(np.max(s))
-    if not shift:
-        m_new = 0.0
-    factor = {"both": np.exp(m - m_new), "inverted": np.exp(m_new - m), "none": 1.0}
-    r = factor["none" if rescale in ("none", "sum only", "output only") else rescale]
-    e = np.exp(s - m_new)
+    factor = {"both": lambda: np.exp(m - m_new), "inverted": lambda: np.exp(m_new - m),
+              "none": lambda: 1.0, "ratio": lambda: np.exp(m) / np.exp(m_new)}
+    r = factor["none" if rescale in ("none", "sum only", "output only") else rescale]()
+    e = np.exp(s - {"new": m_new, "old": m, "none": 0.0}[shift])
     r_l = np.exp(m - m_new) if rescale == "sum only" else r
     r_a = np.exp(m - m_new) if rescale == "output only" else r
-    return m_new, ell * r_l + e.sum(), a * r_a + e @ v
+    weighted = e @ v if mix == "@" else (e * v).sum()
+    return m_new, ell * r_l + e.sum(), a * r_a + weighted
 
 
 def tile_step_reference(m, ell, a, s, v):
@@ -79,9 +79,24 @@ TILE_MISTAKES = (
             "m_new is the largest score of this tile only; it must be the largest seen so far, "
             "max(m, max(s)), or a tile with smaller scores lowers it.",
             lambda *c: _step(*c, running_max=False)),
+    Mistake("values mixed with * and sum",
+            "mixed the values with * and sum instead of a weighted sum: (np.exp(s - m_new) * v)"
+            ".sum() multiplies entries that do not belong together and adds them into one number "
+            "(and fails when the tile's n keys differ from dv). The weighted sum of the value rows "
+            "is np.exp(s - m_new) @ v, a (dv,) vector.", lambda *c: _step(*c, mix="*")),
+    Mistake("rescale as a ratio of two exponentials",
+            "rescale = exp(m) / exp(m_new) is right on paper, but each exponential alone overflows "
+            "for large scores (exp(1000) = inf, and inf / inf = nan). Write it as one exponential "
+            "of the difference, exp(m - m_new), which is at most 1.",
+            lambda *c: _step(*c, rescale="ratio")),
+    Mistake("the old maximum in the tile's exponentials",
+            "the tile's exponentials subtract the old maximum, exp(s - m): a score above m then "
+            "gives a number above 1 (inf on the first tile, where m = -inf). Subtract m_new, the "
+            "maximum after this tile, as the rescaled old sums do.",
+            lambda *c: _step(*c, shift="old")),
     Mistake("softmax without the max shift",
-            "exp of the raw scores: exp(1000) overflows to inf. Subtract the running maximum "
-            "before exp.", lambda *c: _step(*c, shift=False)),
+            "exp of the raw scores, exp(s): exp(1000) overflows to inf. Subtract the running "
+            "maximum before exp: np.exp(s - m_new).", lambda *c: _step(*c, shift="none")),
 )
 
 
