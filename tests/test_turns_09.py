@@ -15,16 +15,16 @@ def stub(m, ell, a, s, v):
     m_new = max(m, float(s.max()))
     rescale = ...  # noqa: F841 (the stub as the lesson shows it)
     l_new = ...
-    a_new = ...
-    return m_new, l_new, a_new
+    o_new = ...
+    return m_new, l_new, o_new
 
 
 def solution(m, ell, a, s, v):
     m_new = max(m, float(s.max()))
     rescale = np.exp(m - m_new)
     l_new = ell * rescale + np.exp(s - m_new).sum()
-    a_new = a * rescale + np.exp(s - m_new) @ v
-    return m_new, l_new, a_new
+    o_new = a * rescale + np.exp(s - m_new) @ v
+    return m_new, l_new, o_new
 
 
 def test_the_untouched_stub_is_not_attempted():
@@ -65,8 +65,8 @@ def _learner(rescale_line=None, exp_shift="new", mix="@"):
         rescale = np.exp(m) / np.exp(m_new) if rescale_line == "ratio" else np.exp(m - m_new)
         e = np.exp(s - (m_new if exp_shift == "new" else m))
         l_new = ell * rescale + e.sum()
-        a_new = a * rescale + (e @ v if mix == "@" else (e * v).sum())
-        return m_new, l_new, a_new
+        o_new = a * rescale + (e @ v if mix == "@" else (e * v).sum())
+        return m_new, l_new, o_new
     return tile_step
 
 
