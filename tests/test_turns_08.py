@@ -69,3 +69,21 @@ def test_a_single_tensor_is_refused_with_a_sentence():
 def test_none_is_not_attempted():
     with pytest.raises(NotAttempted):
         check_append_step(None)
+
+
+def test_the_case_where_a_wrong_axis_raises_no_error_says_so():
+    from mha.checks.turns_08 import APPEND_CASES
+    assert "raises no error" in APPEND_CASES[0].label
+
+
+@pytest.mark.parametrize("learner, named", [
+    (lambda ck, cv, kn, vn: (torch.cat((ck, kn), dim=2), cv), "the values did not"),
+    (lambda ck, cv, kn, vn: (torch.cat((ck, kn), dim=2), torch.cat((cv, kn), dim=2)),
+     "k_new was appended to the value cache"),
+    (lambda ck, cv, kn, vn: (torch.stack((ck, kn), dim=2), torch.stack((cv, vn), dim=2)),
+     "torch.stack puts the tensors on a new axis"),
+    (lambda ck, cv, kn, vn: (torch.stack((ck, kn)), torch.stack((cv, vn))),
+     "torch.stack puts the tensors on a new axis"),
+])
+def test_the_lines_a_learner_writes_get_the_mistakes_name(learner, named):
+    assert named in verdict(check_append_step, learner)

@@ -4,7 +4,7 @@ A cache holds one layer's ``K, V (B, H_kv, T, dh)``. A decoding step brings the 
 token's ``k, v (B, H_kv, 1, dh)``; appending puts them after the cached positions,
 on the time axis (dim 2), and gives ``(B, H_kv, T + 1, dh)``. The classic wrong
 answers run without an error on some shapes: the wrong axis, the new token first,
-the cache thrown away, K and V crossed.
+the cache thrown away, K and V crossed, the value not appended, ``torch.stack``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,11 @@ import torch
 from ._core import Case, CheckFailed, Mistake, NotAttempted, as_numbers, run_check
 
 __all__ = ["check_append_step"]
+
+
+_STACK = ("torch.stack puts the tensors on a new axis (the result has 5 axes) and needs them the "
+          "same shape; torch.cat joins them along an existing axis: "
+          "torch.cat((cache_k, k_new), dim=2), the time axis.")
 
 
 def _reference(cache_k, cache_v, k_new, v_new):
@@ -36,7 +41,8 @@ def _case(label, b, h, t, dh, seed):
 
 
 APPEND_CASES = (
-    _case("one cached token, B=1, H_kv=2, dh=4 (every axis can be joined here)", 1, 2, 1, 4, 0),
+    _case("one cached token, B=1, H_kv=2, dh=4 (joined on a wrong axis, this one raises no error)",
+          1, 2, 1, 4, 0),
     _case("three cached tokens, B=1, H_kv=2, dh=4", 1, 2, 3, 4, 1),
     _case("five cached tokens, a batch of 2, one K/V head, dh=3", 2, 1, 5, 3, 2),
 )
@@ -62,6 +68,16 @@ APPEND_MISTAKES = (
     Mistake("keys and values crossed",
             "keys and values are crossed: append k_new to cache_k and v_new to cache_v.",
             lambda ck, cv, kn, vn: (torch.cat((cv, vn), dim=2), torch.cat((ck, kn), dim=2))),
+    Mistake("value not appended",
+            "the keys gained the new token but the values did not: v_all must be "
+            "torch.cat((cache_v, v_new), dim=2), or the query reads T + 1 keys and only T values.",
+            lambda ck, cv, kn, vn: (torch.cat((ck, kn), dim=2), cv)),
+    Mistake("new key appended to the values",
+            "k_new was appended to the value cache: v_all = torch.cat((cache_v, v_new), dim=2), "
+            "with v_new, the new token's value.",
+            lambda ck, cv, kn, vn: (torch.cat((ck, kn), dim=2), torch.cat((cv, kn), dim=2))),
+    Mistake("torch.stack instead of torch.cat", _STACK,
+            lambda ck, cv, kn, vn: (torch.stack((ck, kn), dim=2), torch.stack((cv, vn), dim=2))),
 )
 
 
@@ -72,7 +88,10 @@ def _pair(out):
     if not isinstance(out, (tuple, list)) or len(out) != 2:
         raise CheckFailed("append_step: return two tensors, (k_all, v_all); got "
                           f"{type(out).__name__}.")
-    return tuple(as_numbers(o) for o in out)
+    pair = tuple(as_numbers(o) for o in out)
+    if any(getattr(o, "ndim", 4) == 5 for o in pair):  # what torch.stack gives
+        raise CheckFailed(f"append_step: {_STACK}")
+    return pair
 
 
 def check_append_step(answer, behaviour: str | None = None) -> str:
