@@ -8,14 +8,32 @@ feedback lines come from mha.checks: "...: correct." or a line naming the mistak
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
 EXERCISE = "exercises/ex01_weighted_sum.ipynb"
-SETUP, ANSWER, TEST = 1, 7, 8  # cell indices: imports, predicted_read_out, its check
+
+
+def _cell_indices() -> tuple[int, int, int]:
+    """The set-up cell (imports), the predicted_read_out answer and its check, found by what
+    they hold (tools/launch.py puts a header and an install cell before the set-up)."""
+    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / EXERCISE).read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"]]
+    setup = next(i for i, (c, src) in enumerate(zip(nb["cells"], sources, strict=True))
+                 if c["cell_type"] == "code" and "import mha" in src
+                 and "launch-install" not in c["metadata"].get("tags", []))
+    answer = next(i for i, src in enumerate(sources) if src.lstrip().startswith(
+        ("predicted_read_out =", "# YOUR CODE HERE\npredicted_read_out"))
+        or "predicted_read_out = None" in src)
+    return setup, answer, answer + 1
+
+
+SETUP, ANSWER, TEST = _cell_indices()  # cell indices: imports, predicted_read_out, its check
 
 
 @pytest.fixture
