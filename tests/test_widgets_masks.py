@@ -186,3 +186,20 @@ def test_mask_grid_refuses_a_mask_that_is_not_2d():
 def test_mask_grid_refuses_unknown_labels():
     with pytest.raises(ValueError, match="labels must be"):
         plot.mask_grid(np.zeros((2, 2), dtype=bool), labels="numbers")
+
+
+def test_blocked_cells_have_one_colour_in_mask_grid_heatmap_and_explorer():
+    from matplotlib.colors import to_rgba
+
+    from mha.plot.matrices import BLOCKED_GREY
+    from mha.widgets import MaskExplorer
+
+    grey = to_rgba(BLOCKED_GREY)
+    _, grid = plot.mask_grid(masks.causal_mask(3))
+    _, heat = plot.heatmap(np.where(masks.causal_mask(3), -np.inf, 0.0))
+    explorer = MaskExplorer()
+    assert to_rgba(grid.cmap(grid.norm(1))) == grey  # a blocked cell of the grid
+    assert to_rgba(heat.cmap.get_bad()) == grey  # a -inf cell of a heatmap
+    assert all(to_rgba(image.cmap.get_bad()) == grey for image in explorer.images)
+    assert to_rgba(grid.cmap(grid.norm(0))) != grey  # allowed cells differ
+    matplotlib.pyplot.close("all")

@@ -180,3 +180,19 @@ def test_jacobian_norms_by_width_row_is_what_the_explorer_draws_for_that_seed(ex
 
     row = scaling.jacobian_norms_by_width([0], explorer.D_K_OPTIONS, False)[0]
     np.testing.assert_allclose(np.maximum(row, explorer.FLOOR), explorer.curves[False])
+
+
+def test_each_curve_has_its_own_legend_label_saying_divided_or_not(explorer):
+    labels = [line.get_label() for line in explorer.ax_grad.get_lines()]
+    assert labels[:4] == ["this sample, not divided", "this sample, divided",
+                          f"median of {explorer.N_SAMPLES} samples, not divided",
+                          f"median of {explorer.N_SAMPLES} samples, divided"]
+    assert len(set(labels)) == len(labels)
+
+
+def test_the_sample_curves_are_drawn_thin_over_the_thick_median_curves(explorer):
+    # divided, the median runs along the sample's curve: neither may hide the other
+    sample, median = explorer.ax_grad.get_lines()[1], explorer.ax_grad.get_lines()[3]
+    assert sample.get_zorder() > median.get_zorder()
+    assert sample.get_linewidth() < median.get_linewidth()
+    assert median.get_linestyle() == "--" and sample.get_color() != median.get_color()

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.colors import ListedColormap
+
+# One colour for "blocked / no weight" in every picture of a mask: the masked (-inf) cells of
+# a heatmap, the blocked cells of a mask_grid and of the mask explorer's weights.
+BLOCKED_GREY = "0.85"
 
 
 def heatmap(matrix, ax=None, *, row_label="query i", col_label="key j", title=None,
@@ -21,7 +26,7 @@ def heatmap(matrix, ax=None, *, row_label="query i", col_label="key j", title=No
     if ax is None:
         _, ax = plt.subplots(figsize=(0.6 * m.shape[1] + 1.8, 0.5 * m.shape[0] + 1.2))
     shown = np.ma.masked_invalid(np.where(np.isneginf(m), np.nan, m))
-    colormap = plt.get_cmap(cmap).with_extremes(bad="0.85")  # masked cells in grey
+    colormap = plt.get_cmap(cmap).with_extremes(bad=BLOCKED_GREY)  # masked cells
     image = ax.imshow(shown, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto")
     ax.set_xlabel(col_label)
     ax.set_ylabel(row_label)
@@ -49,7 +54,9 @@ def mask_grid(mask, ax=None, *, title=None, labels="additive", row_label="query 
               col_label="key j", row_ticks=None, col_ticks=None):
     """Draw a boolean mask (package convention, True = blocked) as a grid.
 
-    ``mask (Tq, Tk)`` bool. Blocked cells are dark, allowed cells light.
+    ``mask (Tq, Tk)`` bool. Blocked cells are grey (``BLOCKED_GREY``, the grey
+    of a masked cell in :func:`heatmap` and in the mask explorer), allowed
+    cells white.
     ``labels="additive"`` writes each cell's additive value (``0`` allowed,
     ``-inf`` blocked); ``"bool"`` writes ``True`` / ``False``; ``None`` writes
     nothing. Returns ``(ax, image)``; ``image.get_array()`` is the mask as
@@ -64,7 +71,8 @@ def mask_grid(mask, ax=None, *, title=None, labels="additive", row_label="query 
         raise ValueError(f"labels must be 'additive', 'bool' or None; got {labels!r}.")
     if ax is None:
         _, ax = plt.subplots(figsize=(0.5 * m.shape[1] + 1.6, 0.5 * m.shape[0] + 1.2))
-    image = ax.imshow(m.astype(int), cmap="Greys", vmin=-0.25, vmax=1.25, aspect="equal")
+    image = ax.imshow(m.astype(int), cmap=ListedColormap(["white", BLOCKED_GREY]), vmin=0,
+                      vmax=1, aspect="equal")
     ax.set_xlabel(col_label)
     ax.set_ylabel(row_label)
     ax.set_xticks(range(m.shape[1]), col_ticks if col_ticks is not None else range(m.shape[1]))
@@ -83,8 +91,7 @@ def mask_grid(mask, ax=None, *, title=None, labels="additive", row_label="query 
                 text = "-inf" if blocked else "0"
             else:
                 text = "True" if blocked else "False"
-            ax.text(j, i, text, ha="center", va="center", fontsize=7,
-                    color="white" if blocked else "black")
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color="black")
     return ax, image
 
 

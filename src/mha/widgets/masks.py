@@ -148,9 +148,10 @@ class MaskExplorer(Explorer):
     def setup_figure(self):
         from matplotlib import colormaps
 
-        self.axes = self.figure.subplots(1, 2)
+        from ..plot.matrices import BLOCKED_GREY
 
-        colormap = colormaps["viridis"].with_extremes(bad="0.85")  # grey = blocked
+        self.axes = self.figure.subplots(1, 2)
+        colormap = colormaps["viridis"].with_extremes(bad=BLOCKED_GREY)  # as in mask_grid
         self.images, self.texts, self.sum_texts = [], [], []
         blank = np.zeros((self.T, self.T))
         for ax in self.axes:

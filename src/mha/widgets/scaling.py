@@ -20,7 +20,8 @@ class ScalingExplorer(Explorer):
     Left: the softmax weights over the keys. Right: the norm of the softmax
     Jacobian (the size of the gradient that reaches the scores) against
     ``d_k``, with and without the division, and a ring at the current setting;
-    dashed, the median over ``N_SAMPLES`` other seeded samples
+    thick dashed (each labelled divided / not divided), the median over
+    ``N_SAMPLES`` other seeded samples
     (:func:`mha.scaling.jacobian_norms_by_width`), so the picture says which
     wiggles belong to this one sample and which trend every sample shares.
     ``state`` is :func:`mha.scaling.scaling_state`.
@@ -69,14 +70,16 @@ class ScalingExplorer(Explorer):
                 seeds, widths, divide, n), axis=0), floor)
             for divide in (False, True)
         }
-        ax_g.plot(widths, self.curves[False], "-o", ms=3, color="tab:red",
+        ax_g.plot(widths, self.curves[False], "-o", ms=3, lw=1, color="tab:red", zorder=4,
                   label="this sample, not divided")
-        ax_g.plot(widths, self.curves[True], "-o", ms=3, color="tab:blue",
+        ax_g.plot(widths, self.curves[True], "-o", ms=3, lw=1, color="tab:blue", zorder=4,
                   label="this sample, divided")
-        ax_g.plot(widths, self.medians[False], "--", lw=1.2, color="tab:red", alpha=0.7,
-                  label=f"median of {self.N_SAMPLES} samples")
-        ax_g.plot(widths, self.medians[True], "--", lw=1.2, color="tab:blue", alpha=0.7,
-                  label=f"median of {self.N_SAMPLES} samples")
+        # the medians thick and dark, the sample's curves thin on top of them: where the two
+        # run together (divided, every width) both stay visible
+        ax_g.plot(widths, self.medians[False], ls=(0, (4, 2)), lw=2.2, color="darkred",
+                  label=f"median of {self.N_SAMPLES} samples, not divided")
+        ax_g.plot(widths, self.medians[True], ls=(0, (4, 2)), lw=2.2, color="navy",
+                  label=f"median of {self.N_SAMPLES} samples, divided")
         (self.dot,) = ax_g.plot([], [], "o", ms=11, mfc="none", mec="black", mew=2,
                                 label="current setting")
         ax_g.set_xscale("log", base=2)
