@@ -211,10 +211,12 @@ def mask_meaning(a: Adapter, x, outputs_differ) -> str | None:
     for reading in ("blocked", "keep"):
         a._meaning["mask"] = reading
         try:
-            first = a.run(x, True, None, False)[0][:, :1]
-            second = a.run(x2, True, None, False)[0][:, :1]
+            first, second = a.run(x, True, None, False)[0], a.run(x2, True, None, False)[0]
         except Exception:  # noqa: BLE001 - this reading does not fit the module
             continue
+        if first.shape != x.shape:  # the mask broadcast to another shape: it does not fit
+            continue
+        first, second = first[:, :1], second[:, :1]
         if torch.isfinite(first).all() and not outputs_differ(first, second):
             found.append(reading)
     a._meaning["mask"] = found[0] if len(found) == 1 else None
@@ -235,10 +237,12 @@ def _meaning_from_padding(a, x, outputs_differ):
     for reading in ("blocked", "keep"):
         a._meaning["mask"] = reading
         try:
-            first = a.run(x, False, pad, False)[0][:, :t - 2]
-            second = a.run(x2, False, pad, False)[0][:, :t - 2]
+            first, second = a.run(x, False, pad, False)[0], a.run(x2, False, pad, False)[0]
         except Exception:  # noqa: BLE001 - this reading does not fit the module
             continue
+        if first.shape != x.shape:  # the mask broadcast to another shape: it does not fit
+            continue
+        first, second = first[:, :t - 2], second[:, :t - 2]
         if torch.isfinite(first).all() and not outputs_differ(first, second):
             found.append(reading)
     a._meaning["mask"] = found[0] if len(found) == 1 else None
