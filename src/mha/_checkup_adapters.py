@@ -10,7 +10,7 @@ renaming nothing in the module:
   (``attn_mask=`` / ``mask=`` / ``attention_mask=``), or none at all (a module
   with a fixed causal buffer, or no mask);
 * key padding by ``key_padding_mask=`` (True = padded, PyTorch's meaning),
-  ``padding_mask=`` or a mask argument (``(B, 1, T, T)``, else ``(B, T, T)``);
+  ``padding_mask=`` / ``pad_mask=`` / ``pad=`` or a mask argument (``(B, 1, T, T)``, else ``(B, T, T)``);
 * weights by ``need_weights=`` / ``return_weights=`` / ``return_attention=`` /
   ``output_attentions=`` (``average_attn_weights=False`` when it exists), or
   returned always (``(out, weights)``), or never (a bare tensor).
@@ -33,7 +33,7 @@ from torch import nn
 __all__ = ["Adapter", "adapt", "mask_meaning"]
 
 _CAUSAL_FLAGS = ("is_causal", "causal")
-_PAD_NAMES = ("key_padding_mask", "src_key_padding_mask", "padding_mask", "pad_mask")
+_PAD_NAMES = ("key_padding_mask", "src_key_padding_mask", "padding_mask", "pad_mask", "pad")
 _MASK_NAMES = ("attn_mask", "mask", "attention_mask", "src_mask")
 _WEIGHT_FLAGS = ("need_weights", "return_weights", "return_attention", "output_attentions",
                  "return_attn", "return_attn_weights")
