@@ -10,7 +10,9 @@ renaming nothing in the module:
   (``attn_mask=`` / ``mask=`` / ``attention_mask=``), or none at all (a module
   with a fixed causal buffer, or no mask);
 * key padding by ``key_padding_mask=`` (True = padded, PyTorch's meaning),
-  ``padding_mask=`` / ``pad_mask=`` / ``pad=`` or a mask argument (``(B, 1, T, T)``, else ``(B, T, T)``);
+  ``padding_mask=`` / ``pad_mask=`` / ``pad=`` or a mask argument (``(B, 1, T, T)``,
+  else ``(B, T, T)``, else ``(B, T)``: a shape that raises, or that changes the
+  output's shape, does not fit);
 * weights by ``need_weights=`` / ``return_weights=`` / ``return_attention=`` /
   ``output_attentions=`` (``average_attn_weights=False`` when it exists), or
   returned always (``(out, weights)``), or never (a bare tensor).
