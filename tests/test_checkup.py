@@ -334,3 +334,72 @@ def test_loss_curves_draws_each_curve_and_the_floor():
     assert len(floor) == 1 and list(floor[0].get_ydata()) == [2.08, 2.08]
     assert "2.08" in [t.get_text() for t in ax.get_legend().get_texts()][-1]
     plt.close("all")
+
+
+class _OneSquareMaskHeads(nn.Module):
+    """Two single-head modules in an nn.ModuleList, forward(x, mask=None) with one (T, T)
+    mask: a (B, 1, T, T) mask broadcasts against (B, T, T) scores and grows the output."""
+
+    def __init__(self, c=8):
+        super().__init__()
+        self.qkv = nn.ModuleList([nn.Linear(c, 3 * (c // 2), bias=False) for _ in range(2)])
+        self.proj = nn.Linear(c, c)
+
+    def forward(self, x, mask=None):
+        outs = []
+        for lin in self.qkv:
+            q, k, v = lin(x).chunk(3, dim=-1)
+            s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                s = s.masked_fill(mask, float("-inf"))
+            outs.append(s.softmax(-1) @ v)
+        return self.proj(torch.cat(outs, dim=-1))
+
+
+def test_a_mask_shape_that_changes_the_output_shape_is_not_taken_and_never_fails():
+    torch.manual_seed(0)
+    report = checkup(_OneSquareMaskHeads())
+    assert not report.failed, str(report)
+    assert "padding as (B, 1, T, T)" not in "\n".join(report.notes)
+
+
+def test_a_check_whose_call_changes_the_output_shape_is_not_run():
+    torch.manual_seed(0)
+    module = _OneSquareMaskHeads()
+
+    def run(x, causal, key_padding_mask, need_weights):
+        mask = None if key_padding_mask is None else key_padding_mask[:, None, None, :]
+        return module(x, mask), None  # (B, 1, 1, T) against (B, T, T): the output grows
+
+    report = checkup(Adapter(module, 8, 2, run))
+    assert report["padding invariance"].passed is None, str(report)
+    assert "the output has shape (5, 5, 5, 8)" in report["padding invariance"].detail
+
+
+def test_a_nan_already_in_eval_is_not_blamed_on_dropout():
+    torch.manual_seed(0)
+    report = checkup(broken.BrokenInvertedMask(16, 4))
+    assert "dropout on masked scores" not in report.mistakes, str(report)
+    assert report["finite in training"].passed is None
+
+
+def test_a_nan_only_in_training_is_blamed_on_dropout():
+    torch.manual_seed(0)
+    report = checkup(broken.BrokenDropoutOnScores(16, 4))
+    assert report["finite in training"].mistakes == ("dropout on masked scores",), str(report)
+
+
+def test_a_check_whose_call_raised_says_so_instead_of_repeating_its_description():
+    class Raises(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(8, 8)
+
+        def forward(self, x, is_causal=False):
+            if is_causal:
+                raise RuntimeError("boom")
+            return self.lin(x)
+
+    result = checkup(Raises())["causality"]
+    assert result.passed is False and "boom" in result.detail
+    assert "raised" in result.likely and CHECKS["causality"] not in result.likely

@@ -18,8 +18,9 @@ from mha.checkup import MISTAKES, checkup  # noqa: E402
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 CORPUS = Path(__file__).parent / "checkup_corpus"
-# unusual/: two styles written after the corpus passed (einsum with (H, C, dh) weights and a
-# (B, T) keep-mask; heads as an nn.ModuleList of single-head modules)
+# unusual/: styles written after the corpus passed (einsum with (H, C, dh) weights and a
+# (B, T) keep-mask; heads as an nn.ModuleList of single-head modules; two from a learner's
+# own modules: heads in a ModuleList taking one (T, T) mask=, einsum with causal= and pad=)
 STYLES = sorted(str(p.relative_to(CORPUS).with_suffix("")) for p in [*CORPUS.glob("*.py"),
                                                                      *CORPUS.glob("unusual/*.py")])
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
@@ -96,3 +97,10 @@ def test_a_failure_is_only_reported_with_a_measurement():
     assert report["causality"].mistakes == ("causal off by one",)
     for name in report.failed:  # each failure says what it measured
         assert report[name].detail and not report[name].detail.startswith("not run")
+
+
+def test_a_nan_from_a_fully_blocked_row_is_not_blamed_on_dropout():
+    _, module = _build("unusual/einsum_flag_pad", "mask inverted")
+    report = checkup(module)
+    assert report["causality"].mistakes == ("mask inverted",), str(report)
+    assert "dropout on masked scores" not in report.mistakes, str(report)

@@ -10,7 +10,9 @@ renaming nothing in the module:
   (``attn_mask=`` / ``mask=`` / ``attention_mask=``), or none at all (a module
   with a fixed causal buffer, or no mask);
 * key padding by ``key_padding_mask=`` (True = padded, PyTorch's meaning),
-  ``padding_mask=`` or a mask argument (``(B, 1, T, T)``, else ``(B, T, T)``);
+  ``padding_mask=`` / ``pad_mask=`` / ``pad=`` or a mask argument (``(B, 1, T, T)``,
+  else ``(B, T, T)``, else ``(B, T)``: a shape that raises, or that changes the
+  output's shape, does not fit);
 * weights by ``need_weights=`` / ``return_weights=`` / ``return_attention=`` /
   ``output_attentions=`` (``average_attn_weights=False`` when it exists), or
   returned always (``(out, weights)``), or never (a bare tensor).
@@ -33,7 +35,7 @@ from torch import nn
 __all__ = ["Adapter", "adapt", "mask_meaning"]
 
 _CAUSAL_FLAGS = ("is_causal", "causal")
-_PAD_NAMES = ("key_padding_mask", "src_key_padding_mask", "padding_mask", "pad_mask")
+_PAD_NAMES = ("key_padding_mask", "src_key_padding_mask", "padding_mask", "pad_mask", "pad")
 _MASK_NAMES = ("attn_mask", "mask", "attention_mask", "src_mask")
 _WEIGHT_FLAGS = ("need_weights", "return_weights", "return_attention", "output_attentions",
                  "return_attn", "return_attn_weights")
@@ -211,10 +213,12 @@ def mask_meaning(a: Adapter, x, outputs_differ) -> str | None:
     for reading in ("blocked", "keep"):
         a._meaning["mask"] = reading
         try:
-            first = a.run(x, True, None, False)[0][:, :1]
-            second = a.run(x2, True, None, False)[0][:, :1]
+            first, second = a.run(x, True, None, False)[0], a.run(x2, True, None, False)[0]
         except Exception:  # noqa: BLE001 - this reading does not fit the module
             continue
+        if first.shape != x.shape:  # the mask broadcast to another shape: it does not fit
+            continue
+        first, second = first[:, :1], second[:, :1]
         if torch.isfinite(first).all() and not outputs_differ(first, second):
             found.append(reading)
     a._meaning["mask"] = found[0] if len(found) == 1 else None
@@ -235,10 +239,12 @@ def _meaning_from_padding(a, x, outputs_differ):
     for reading in ("blocked", "keep"):
         a._meaning["mask"] = reading
         try:
-            first = a.run(x, False, pad, False)[0][:, :t - 2]
-            second = a.run(x2, False, pad, False)[0][:, :t - 2]
+            first, second = a.run(x, False, pad, False)[0], a.run(x2, False, pad, False)[0]
         except Exception:  # noqa: BLE001 - this reading does not fit the module
             continue
+        if first.shape != x.shape:  # the mask broadcast to another shape: it does not fit
+            continue
+        first, second = first[:, :t - 2], second[:, :t - 2]
         if torch.isfinite(first).all() and not outputs_differ(first, second):
             found.append(reading)
     a._meaning["mask"] = found[0] if len(found) == 1 else None

@@ -51,7 +51,8 @@ CHECKS = {
     "eval determinism": "two calls in eval() give the same output",
     "score spread": "at initialisation the scores of a row spread by at most 3 (std)",
     "gradients": "every parameter reaches the loss",
-    "finite in training": "in train() the output has no NaN or inf",
+    "finite in training": "in train() the output has no NaN or inf (a NaN already in eval() "
+                          "is left to causality)",
 }
 
 # mistake -> what it is (the words a failed check's ``mistakes`` point to)
@@ -107,6 +108,9 @@ class CheckResult:
         """The named mistakes of a failed check, in words ('' when it did not fail)."""
         if self.passed is not False:
             return ""
+        if not self.mistakes and self.detail.startswith("calling it raised"):
+            return "no mistake measured: the call raised before the check could measure " \
+                "anything; fix that error first"
         return "; ".join(f"{m}: {MISTAKES[m]}" for m in self.mistakes) or CHECKS[self.name]
 
 
@@ -219,6 +223,10 @@ def checkup(module, *, batch: int = 5, length: int = 5, seed: int = 0,
             for name, check in _checks.CHECK_FUNCTIONS.items():
                 try:
                     passed, detail, *named = check(ctx)
+                except _checks.ShapeChanged as err:  # a shape it does not take: no measurement
+                    passed, named = None, []
+                    detail = f"not run: {err}: the module does not take the mask this check " \
+                        "passes (pass an Adapter that calls it)"
                 except Exception as err:  # noqa: BLE001 - a call that raises is a measurement
                     passed, detail, named = False, "calling it raised " + \
                         f"{type(err).__name__}: " + str(err).strip().splitlines()[0][:120], []

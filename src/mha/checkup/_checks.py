@@ -17,6 +17,12 @@ SPREAD_LIMIT = 3.0  # std of a row of scores at initialisation above this satura
 NEG = -1e4  # a score at or below this counts as masked (a finite fill such as -1e9)
 
 
+class ShapeChanged(ValueError):
+    """A call returned another shape than its input: the module does not take what was passed
+    (e.g. a mask that broadcast to an extra axis). A check that meets it is not run, never
+    failed."""
+
+
 class Context:
     """The module's adapter, the inputs, and the tolerance rule."""
 
@@ -47,6 +53,9 @@ class Context:
         # grad on, always: nn.MultiheadAttention takes one path (not its fused no-grad path)
         with torch.enable_grad():
             out, w = self.a.run(x, causal, pad, need_weights)
+        if tuple(out.shape) != tuple(x.shape):
+            raise ShapeChanged(f"the output has shape {tuple(out.shape)} for x of shape "
+                               f"{tuple(x.shape)}")
         return out.detach(), (None if w is None else w.detach())
 
 
@@ -54,7 +63,7 @@ def probe(ctx):
     """Refuse a module the check-up cannot call, before any check runs."""
     a, x = ctx.a, ctx.x
     try:
-        out, _ = ctx.run(x, False)
+        out, _ = ctx.a.run(x, False, None, False)
     except TypeError as err:
         raise TypeError(f"checkup could not call the module: {err}. Pass d_model=, "
                         "batch_first=, or wrap it in checkup.Adapter(module, d_model, n_heads, "
@@ -500,7 +509,12 @@ def training(ctx):
         ctx.a.module.eval()
     if torch.isfinite(out).all():
         return True, "finite"
-    return False, "NaN or inf in the output in train()", ["dropout on masked scores"]
+    if not torch.isfinite(ctx.run(ctx.x, ctx.causal_call)[0]).all():
+        # the NaN is there without training: not this check's to explain (causality names it)
+        return None, ("not run: the output has NaN or inf in eval() too, so train() adds "
+                      "nothing to find (see causality: a fully blocked row)")
+    return False, "NaN or inf in the output in train() only, not in eval()", \
+        ["dropout on masked scores"]
 
 
 CHECK_FUNCTIONS = {"causality": causality, "padding invariance": padding,
