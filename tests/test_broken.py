@@ -93,3 +93,11 @@ def test_large_init_saturates_softmax_where_the_default_init_does_not():
         large = _module(broken.BrokenLargeInit, seed=1)(x, need_weights=True)[1]
         usual = _module(broken.StepwiseAttention, seed=1)(x, need_weights=True)[1]
     assert large.amax(dim=-1).mean() > 0.8 > 0.4 > usual.amax(dim=-1).mean()
+
+
+def test_the_stepwise_base_refuses_a_query_that_is_not_b_t_c_by_name():
+    import torch
+    from mha.broken import StepwiseAttention
+
+    with pytest.raises(ValueError, match=r"query must be \(B, T, C=8\); got shape \(2, 3\)"):
+        StepwiseAttention(8, 2)(torch.zeros(2, 3))

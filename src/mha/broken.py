@@ -38,6 +38,7 @@ class StepwiseAttention(MultiHeadAttention):
     caught_by = None  # the check-up finds nothing wrong
 
     def forward(self, query, key_padding_mask=None, need_weights=False, *, is_causal=False):
+        query = self._check_input(query, "query")  # a (B, T, C) float tensor, refused by name
         b, t, _ = query.shape
         q, k, v = (self.split(p(query)) for p in self.projections_used())  # each (B, H, T, dh)
         blocked = self.blocked(b, t, key_padding_mask, is_causal)  # (B|1, 1, T, T) or None
