@@ -97,6 +97,7 @@ def test_large_init_saturates_softmax_where_the_default_init_does_not():
 
 def test_the_stepwise_base_refuses_a_query_that_is_not_b_t_c_by_name():
     import torch
+
     from mha.broken import StepwiseAttention
 
     with pytest.raises(ValueError, match=r"query must be \(B, T, C=8\); got shape \(2, 3\)"):
