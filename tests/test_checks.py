@@ -8,7 +8,6 @@ answer cell that replaced its functions.
 
 from __future__ import annotations
 
-import importlib
 import re
 
 import numpy as np
