@@ -8,7 +8,6 @@ answer cell that replaced its functions.
 
 from __future__ import annotations
 
-import importlib
 import re
 
 import numpy as np
@@ -470,16 +469,36 @@ def test_an_answer_that_writes_into_its_input_does_not_change_the_reference():
     checks.check_softmax(in_place)
 
 
+RELOAD = """
+import importlib
+import mha.checks as checks
+from mha.checks.your_turn import verdict
+checks.check_softmax = lambda *args, **kwargs: None
+checks._core.run_check = lambda *args, **kwargs: "patched"
+fresh = importlib.reload(checks)
+try:
+    fresh.check_softmax(lambda x: x)
+    raise SystemExit("the replaced check still ran")
+except AssertionError:
+    pass
+assert checks.basics.Task is checks._tasks.Task
+line = verdict(fresh.check_softmax, lambda x: x)
+assert line.startswith("Not yet: softmax: wrong on case"), line
+print("ok")
+"""
+
+
 def test_reload_restores_functions_an_answer_cell_replaced():
-    try:
-        checks.check_softmax = lambda *args, **kwargs: None
-        checks._core.run_check = lambda *args, **kwargs: "patched"
-        fresh = importlib.reload(checks)
-        with pytest.raises(AssertionError):
-            fresh.check_softmax(lambda x: x)
-    finally:
-        importlib.reload(checks)
-    assert checks.basics.Task is checks._tasks.Task
+    # in a process of its own: a reload makes new exception classes, which the other test
+    # modules (imported before it) would no longer catch
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, "-c", RELOAD], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
 def test_checks_do_not_use_np_testing():
@@ -516,3 +535,175 @@ def test_the_teaching_guide_names_every_mistake_as_the_checks_do():
     guide = " ".join(guide.replace("`", "").split())
     missing = sorted(n for n in names if n.split(" (")[0] not in guide)
     assert not missing, f"docs/TEACHING.md does not name: {missing}"
+
+
+# -- wrong answers newcomers tried in the lessons' "your turn" cells ---------------------------
+# Each: the wrong answer gets its sentence through the lesson's your_turn verdict (one line,
+# no case dump), and the right answer to the same check still passes.
+
+def told(check, answer) -> str:
+    from mha.checks.your_turn import verdict
+
+    line = verdict(check, answer)
+    assert line.startswith("Not yet: ") and "expected:" not in line, line
+    return line
+
+
+def passes(check, answer) -> bool:
+    from mha.checks.your_turn import verdict
+
+    return verdict(check, answer).startswith("Correct: ")
+
+
+def softmax_grad(p, g):
+    return p * (g - (p * g).sum(axis=-1, keepdims=True))
+
+
+def split(x, h):
+    b, t, c = x.shape
+    return x.reshape(b, t, h, c // h).swapaxes(1, 2)
+
+
+def merge(x):
+    b, h, t, dh = x.shape
+    return x.swapaxes(1, 2).reshape(b, t, h * dh)
+
+
+def test_a_softmax_shifted_by_the_global_maximum_is_told_to_shift_each_row():
+    def global_shift(x):
+        e = np.exp(x - x.max())
+        return e / e.sum(axis=-1, keepdims=True)
+
+    line = told(checks.check_softmax, global_shift)
+    assert "shift each row by its own maximum (max over the last axis, keepdims=True)" in line
+    assert passes(checks.check_softmax, softmax_rows)
+
+
+def test_softmax_has_a_case_with_rows_far_apart():
+    far = [c for c in checks.basics.SOFTMAX_CASES if c.label.startswith("rows far apart")]
+    assert len(far) == 1 and not far[0].hidden and far[0].behaviour == "stable"
+    assert np.isfinite(softmax_rows(far[0].args[0])).all()
+
+
+def test_softmax_backward_without_keepdims_is_named_not_a_bare_broadcast_error():
+    line = told(checks.check_softmax_backward, lambda p, g: p * (g - (p * g).sum(axis=-1)))
+    assert "keepdims=True" in line and "lost their axis" in line
+    assert passes(checks.check_softmax_backward, softmax_grad)
+
+
+def test_softmax_backward_without_keepdims_on_square_inputs_only_is_named():
+    square = [c for c in checks.masks_grads.SOFTMAX_BACKWARD_CASES
+              if c.args[0].ndim == 2 and c.args[0].shape[0] == c.args[0].shape[1]]
+    task = checks.masks_grads.SOFTMAX_BACKWARD
+    outcomes = [(c.args[0] * (c.args[1] - (c.args[0] * c.args[1]).sum(-1)), None)
+                for c in square]  # silently wrong numbers, no error
+    with pytest.raises(AssertionError, match="lost their axis"):
+        checks._core.judge(task.name, square, outcomes, task.reference, task.mistakes)
+
+
+def test_softmax_backward_with_an_unweighted_mean_is_named():
+    line = told(checks.check_softmax_backward, lambda p, g: p * (g - g.mean(-1, keepdims=True)))
+    assert "plain mean of g" in line and "weighted by the softmax weights" in line
+    assert passes(checks.check_softmax_backward, softmax_grad)
+
+
+def test_softmax_backward_with_an_unweighted_sum_is_named():
+    line = told(checks.check_softmax_backward, lambda p, g: p * (g - g.sum(-1, keepdims=True)))
+    assert "plain sum of g" in line
+
+
+def test_softmax_backward_summed_over_all_rows_is_named():
+    line = told(checks.check_softmax_backward, lambda p, g: p * (g - (p * g).sum()))
+    assert "summed p * g over the whole array" in line
+    assert passes(checks.check_softmax_backward, softmax_grad)
+
+
+def test_softmax_backward_without_the_factor_p_is_named():
+    line = told(checks.check_softmax_backward, lambda p, g: g - (p * g).sum(-1, keepdims=True))
+    assert "the factor p in front is missing" in line
+    assert passes(checks.check_softmax_backward, softmax_grad)
+
+
+def test_a_causal_mask_returned_as_a_python_list_is_refused():
+    line = told(checks.check_causal_mask,
+                lambda t: np.triu(np.ones((t, t), dtype=bool), 1).tolist())
+    assert "you returned a Python list" in line and "boolean array" in line
+    assert passes(checks.check_causal_mask, lambda t: np.triu(np.ones((t, t), dtype=bool), 1))
+
+
+@pytest.mark.parametrize("check, answer", [
+    (checks.check_split_heads, lambda x, h: x.reshape(x.shape[0], x.shape[1], h, -1)),
+    (checks.check_merge_heads, lambda x: x.reshape(x.shape[0], x.shape[2], -1)),
+], ids=["split", "merge"])
+def test_the_missing_transpose_message_names_swapaxes_as_the_lesson_does(check, answer):
+    assert ".swapaxes(1, 2)" in told(check, answer)
+
+
+@pytest.mark.parametrize("check, answer, right", [
+    (checks.check_split_heads,
+     lambda x, h: x.reshape(x.shape[0], x.shape[1], h, -1).transpose(1, 2), split),
+    (checks.check_merge_heads,
+     lambda x: x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1), merge),
+], ids=["split", "merge"])
+def test_torch_style_transpose_on_a_numpy_array_is_named(check, answer, right):
+    line = told(check, answer)
+    assert ("NumPy's transpose takes the order of all axes" in line
+            and "to swap two use swapaxes(1, 2)" in line), line
+    assert passes(check, right)
+
+
+@pytest.mark.parametrize("answer", [
+    lambda x, h: x.reshape(x.shape[0], x.shape[1], -1, h).transpose(0, 3, 1, 2),
+    lambda x, h: x.reshape(x.shape[0], x.shape[1], -1, h).swapaxes(1, 2),
+], ids=["to (B, H, T, dh)", "swapaxes only"])
+def test_heads_split_with_the_channels_the_wrong_way_round_are_named(answer):
+    assert "channels split the wrong way round" in told(checks.check_split_heads, answer)
+    assert passes(checks.check_split_heads, split)
+
+
+def test_heads_merged_with_the_last_two_axes_swapped_are_named():
+    line = told(checks.check_merge_heads,
+                lambda x: x.swapaxes(2, 3).reshape(x.shape[0], x.shape[2], -1))
+    assert "you swapped the last two axes" in line
+    assert passes(checks.check_merge_heads, merge)
+
+
+@pytest.mark.parametrize("answer", [
+    lambda m: (~m).astype(float), lambda m: 1 - m, lambda m: m.astype(float)],
+    ids=["(~m).astype(float)", "1 - m", "m.astype(float)"])
+def test_a_zero_one_float_mask_for_sdpa_is_named(answer):
+    line = told(checks.check_to_sdpa, answer)
+    assert ("a float mask is added to the scores: 0/1 blocks nothing; return a boolean mask, "
+            "True = may attend") in line
+    assert passes(checks.check_to_sdpa, lambda m: ~m)
+
+
+def leaks_at_t0_only(model, x):
+    changed = x.copy()
+    changed[:, 1:] += 1.0
+    return not np.allclose(model(changed)[:, :1], model(x)[:, :1])
+
+
+def test_a_leak_test_of_t_0_only_fails_on_a_model_that_leaks_in_the_middle():
+    from mha.checks import debugging
+
+    x = debugging._X6
+    assert debugging.leaks_future_reference(debugging.hole_2_3_model, x)
+    assert not leaks_at_t0_only(debugging.hole_2_3_model, x)
+    line = told(checks.check_leak_test, leaks_at_t0_only)
+    assert "test every position t, not only the first" in line
+    assert passes(checks.check_leak_test, debugging.leaks_future_reference)
+
+
+def test_a_leak_test_that_also_changes_token_t_is_told_to_change_only_later_tokens():
+    def with_token_t(model, x):
+        base = model(x)
+        for t in range(x.shape[1]):
+            changed = x.copy()
+            changed[:, t:] += 1.0  # the mistake: token t changes too
+            if not np.allclose(model(changed)[:, : t + 1], base[:, : t + 1]):
+                return True
+        return False
+
+    line = told(checks.check_leak_test, with_token_t)
+    assert "change only the tokens after t" in line

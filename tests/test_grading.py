@@ -66,7 +66,7 @@ def test_a_torch_output_is_recorded_as_its_numbers():
 
 def test_a_right_answer_passes_with_every_graded_case(capsys):
     line = verdict("softmax", softmax_rows, "stable")
-    assert line == "passed: softmax: correct on 4 cases."  # 2 visible + 2 graded only
+    assert line == "passed: softmax: correct on 5 cases."  # 3 visible + 2 graded only
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -81,6 +81,24 @@ def test_a_softmax_in_longdouble_without_the_shift_fails_the_stability_cell():
         return (e / e.sum(axis=-1, keepdims=True)).astype(float)
 
     assert "max shift" in verdict("softmax", no_shift, "stable")
+
+
+def test_a_softmax_shifted_by_the_global_maximum_is_named_by_grading_too():
+    def global_shift(x):
+        e = np.exp(x - x.max())
+        return e / e.sum(axis=-1, keepdims=True)
+
+    assert "shift each row by its own maximum" in verdict("softmax", global_shift, "stable")
+
+
+def test_a_recorded_error_that_a_known_mistake_raises_is_named_by_grading():
+    text = verdict("softmax_grad", lambda p, g: p * (g - (p * g).sum(axis=-1)))
+    assert "keepdims=True" in text and "raised ValueError" in text, text
+
+
+def test_a_mask_returned_as_a_list_is_refused_by_grading_too():
+    text = verdict("causal_mask", lambda t: np.triu(np.ones((t, t), dtype=bool), 1).tolist())
+    assert "you returned a Python list" in text, text
 
 
 def test_patching_numpy_while_answering_changes_only_the_answer(monkeypatch):

@@ -32,6 +32,12 @@ if getattr(sys.modules[__name__], "_loaded_once", False):  # a reload: refresh t
     for _module in (_core, _tasks, basics, masks_grads, later, memory, pytorch, debugging,
                     grading):
         importlib.reload(_module)
+    # modules imported on their own (your_turn, the lessons' turns_*) hold the old
+    # CheckFailed and run_check: refresh them too, or a check's failure escapes their except
+    for _name in sorted(n for n in sys.modules if n.startswith(__name__ + ".")):
+        if _name.rsplit(".", 1)[1] not in ("_core", "_tasks", "basics", "masks_grads", "later",
+                                           "memory", "pytorch", "debugging", "grading"):
+            importlib.reload(sys.modules[_name])
 _loaded_once = True
 
 from ._core import CheckFailed, NotAttempted, check_prediction  # noqa: E402

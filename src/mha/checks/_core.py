@@ -88,6 +88,10 @@ class Mistake:
     name: str  # the mistake as tests and docs/TEACHING.md name it
     sentence: str  # what the learner reads
     compute: Callable
+    # a fragment of the error this mistake raises where ``compute`` raises (e.g. NumPy's
+    # "could not be broadcast"): an answer that raises it on those cases, and matches
+    # ``compute`` on the others, is named too; empty: only wrong values are named
+    raises: str = ""
 
 
 _BROKEN = object()  # an output that raised (in a mistake's computation), or holds NaN / inf
@@ -287,6 +291,12 @@ def judge(name: str, cases: Sequence[Case], outcomes, reference: Callable,
         return line
     raised = [r for r in wrong if r[2] is not None]
     valued = [r for r in wrong if r[2] is None]
+    if raised:
+        by_error = next((m for m in mistakes if m.raises and _matches(m, wrong, atol)), None)
+        if by_error is not None:
+            case, _, err, _ = raised[0]
+            raise CheckFailed(f"{name}: {by_error.sentence}\n  (your function raised "
+                              f"{error_text(err)} on case {case_label(case)})")
     named = next((m for m in mistakes if valued and _matches(m, valued, atol)), None)
     if raised:
         case, _, err, _ = raised[0]
@@ -307,12 +317,17 @@ def judge(name: str, cases: Sequence[Case], outcomes, reference: Callable,
 
 
 def _matches(mistake: Mistake, wrong, atol: float) -> bool:
-    """The answer behaves like ``mistake`` on every case it gets wrong with a value."""
-    for case, got, _err, expected in wrong:
+    """The answer behaves like ``mistake`` on every case it gets wrong: the same values, or
+    (a mistake with ``raises``) the same error where the mistake's code raises."""
+    for case, got, err, expected in wrong:
         try:
             predicted = _quiet_call(mistake.compute, case)
         except Exception:
             predicted = _BROKEN
+        if err is not None:
+            if not (mistake.raises and predicted is _BROKEN and mistake.raises in str(err)):
+                return False
+            continue
         if predicted is not _BROKEN and consistent(predicted, expected, atol):
             return False  # this mistake gives the right answer here, the learner did not
         if not consistent(got, predicted, atol):

@@ -75,6 +75,8 @@ SOFTMAX_CASES = (
     Case("large equal logits [1000, 1000]", (np.array([1000.0, 1000.0]),), behaviour="stable"),
     Case("large logits in rows", (np.array([[1000.0, 999.0], [-1000.0, -1001.0]]),),
          behaviour="stable"),
+    Case("rows far apart: [0, 1, -1] and [900, 901, 899]",
+         (np.array([[0.0, 1.0, -1.0], [900.0, 901.0, 899.0]]),), behaviour="stable"),
     Case("-inf means masked: weight exactly 0", (np.array([0.0, -np.inf, 1.0]),),
          behaviour="masked"),
     Case("-inf in rows", (np.array([[2.0, -np.inf], [-np.inf, -3.0]]),), behaviour="masked"),
@@ -98,6 +100,12 @@ def _softmax_no_shift(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _softmax_global_shift(x):
+    x = np.asarray(x, dtype=float)
+    e = np.exp(x - x.max())
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def _softmax_over_columns(x):
     x = np.asarray(x, dtype=float)
     e = np.exp(x - x.max(axis=0, keepdims=True))
@@ -115,6 +123,11 @@ SOFTMAX_MISTAKES = (
             "softmax without the max shift: exp(1000) overflows to inf and inf / inf is NaN; "
             "subtract each row's maximum before exp, which changes nothing mathematically.",
             _softmax_no_shift),
+    Mistake("softmax shifted by the global maximum",
+            "you subtracted the maximum of the whole array (x - x.max()): a row far below it "
+            "underflows to exp = 0 everywhere and 0 / 0 is NaN; shift each row by its own "
+            "maximum (max over the last axis, keepdims=True).",
+            _softmax_global_shift),
     Mistake("softmax over the wrong axis",
             "softmax over the wrong axis: your columns sum to 1, but each row (one query) must; "
             "take max and sum along axis=-1 with keepdims=True.",

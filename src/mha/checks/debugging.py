@@ -49,6 +49,24 @@ def leaks_future_reference(model, x, seed: int = 0) -> bool:
     return False
 
 
+def _one_hole(x, query: int, key: int):
+    """A causal head whose mask has one hole: ``query`` may also read ``key``."""
+    blocked = causal_mask(x.shape[1])
+    blocked[query, key] = False
+    return attention(x, x, x, mask=blocked)[0]
+
+
+def hole_2_3_model(x):
+    """Causal except that position 2 reads key 3: only a test of t = 2 sees it (neither
+    a change of the last token alone nor a look at position 0)."""
+    return _one_hole(x, 2, 3)
+
+
+def hole_3_last_model(x):
+    """Causal except that position 3 reads the last key: a look at position 0 misses it."""
+    return _one_hole(x, 3, x.shape[1] - 1)
+
+
 def middle_leak_model(x):
     """Causal except that position 2 also reads the token at position 3."""
     out = np.cumsum(x, axis=1) / np.arange(1, x.shape[1] + 1)[None, :, None]
@@ -92,6 +110,10 @@ LEAK_CASES = (
     Case("no mask at all", (unmasked_model, _X)),
     Case("a mask that blocks the past instead of the future", (past_blocked_model, _X)),
     Case("heads split with a straight reshape (the view bug)", (view_split_model, _X)),
+    Case("a mask with one hole: only position 2 reads ahead, to key 3 (T = 6)",
+         (hole_2_3_model, _X6)),
+    Case("a mask with one hole: only position 3 reads ahead, to the last key (T = 6)",
+         (hole_3_last_model, _X6)),
     # graded only
     Case("position 2 reads position 3 (T = 6)", (middle_leak_model, _X6), hidden=True),
     Case("the second-to-last position reads the last token", (last_into_second_last_model, _X6),
@@ -104,8 +126,9 @@ LEAK_CASES = (
 
 LEAK_MISTAKES = (
     Mistake("compares every position",
-            "your test flags a correct causal head: when tokens after t change, the outputs "
-            "after t may change too, so compare only the outputs at positions 0 .. t.",
+            "your test flags a correct causal head: output t may read tokens 0 .. t, so change "
+            "only the tokens after t (t + 1 onwards, never t itself) and compare only the "
+            "outputs at positions 0 .. t.",
             lambda model, x: True),
     Mistake("changes only the last token",
             "your test only changes the last token: a position can read any later token, so "
@@ -113,7 +136,8 @@ LEAK_MISTAKES = (
             lambda model, x: _only_last_token(model, x)),
     Mistake("compares only position 0",
             "your test only compares the output at position 0: a later position can read the "
-            "future too, so for every t compare the outputs at positions 0 .. t.",
+            "future too; test every position t, not only the first (for each t change the "
+            "tokens after t and compare the outputs at positions 0 .. t).",
             lambda model, x: _only_position_0(model, x)),
     Mistake("never flags", "your test never flags a leak: change the tokens after t (not at "
             "or before it) and compare the outputs at positions 0 .. t, for every t.",

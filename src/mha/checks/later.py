@@ -40,6 +40,17 @@ SPLIT_CASES = (
          (np.random.default_rng(60).normal(size=(3, 5, 6)), 3), hidden=True),
 )
 
+NUMPY_TRANSPOSE = (
+    "NumPy's transpose takes the order of all axes (torch's .transpose(1, 2) swaps two); "
+    "to swap two use swapaxes(1, 2)."
+)
+
+WRONG_WAY_ROUND = (
+    "channels split the wrong way round: reshape(B, T, dh, H) deals the channels out to the "
+    "heads one at a time, but head i owns the dh neighbouring channels i * dh .. (i + 1) * dh "
+    "- 1; reshape to (B, T, H, dh), then .swapaxes(1, 2)."
+)
+
 SPLIT_MISTAKES = (
     Mistake("heads split with view",
             "heads split with `view` (or reshape) straight to (B, H, T, dh): the shape is right "
@@ -48,8 +59,17 @@ SPLIT_MISTAKES = (
             lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h)),
     Mistake("heads not moved in front of T",
             "your result is (B, T, H, dh): the channels are split right, but H must come before "
-            "T, (B, H, T, dh); add transpose(0, 2, 1, 3) (torch: .transpose(1, 2)).",
+            "T, (B, H, T, dh); swap axes 1 and 2: .swapaxes(1, 2) (or transpose(0, 2, 1, 3); "
+            "torch: .transpose(1, 2)).",
             lambda x, h: x.reshape(x.shape[0], x.shape[1], h, x.shape[2] // h)),
+    Mistake("NumPy transpose given two axes", NUMPY_TRANSPOSE,
+            lambda x, h: x.reshape(x.shape[0], x.shape[1], h, x.shape[2] // h).transpose(1, 2),
+            raises="axes don't match array"),
+    Mistake("channels split the wrong way round", WRONG_WAY_ROUND,
+            lambda x, h: x.reshape(x.shape[0], x.shape[1], x.shape[2] // h, h).transpose(
+                0, 3, 1, 2)),
+    Mistake("channels split the wrong way round", WRONG_WAY_ROUND,
+            lambda x, h: x.reshape(x.shape[0], x.shape[1], x.shape[2] // h, h).swapaxes(1, 2)),
 )
 
 
@@ -91,9 +111,15 @@ MERGE_CASES = (
 MERGE_MISTAKES = (
     Mistake("heads merged without the transpose",
             "heads merged with a reshape straight from (B, H, T, dh): the shape is right and "
-            "the values are wrong; move T back in front of H first (transpose(0, 2, 1, 3), "
-            "torch: .transpose(1, 2)), then reshape to (B, T, H * dh).",
+            "the values are wrong; move T back in front of H first (.swapaxes(1, 2), or "
+            "transpose(0, 2, 1, 3); torch: .transpose(1, 2)), then reshape to (B, T, H * dh).",
             lambda x: x.reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3])),
+    Mistake("NumPy transpose given two axes", NUMPY_TRANSPOSE,
+            lambda x: x.transpose(1, 2), raises="axes don't match array"),
+    Mistake("merged with the last two axes swapped",
+            "you swapped the last two axes (T and dh); swap H and T, axes 1 and 2: "
+            "x.swapaxes(1, 2) gives (B, T, H, dh), then reshape to (B, T, H * dh).",
+            lambda x: x.swapaxes(2, 3).reshape(x.shape[0], x.shape[2], -1)),
 )
 
 

@@ -44,7 +44,17 @@ CAUSAL_MISTAKES = (
 )
 
 
-CAUSAL = Task("causal_mask", causal_mask, CAUSAL_CASES, CAUSAL_MISTAKES,
+def _no_python_list(got):
+    """A list (``.tolist()``) or tuple is refused: the task asks for a boolean array."""
+    if isinstance(got, (list, tuple)):
+        raise CheckFailed(
+            f"causal_mask: you returned a Python {type(got).__name__}; return a NumPy boolean "
+            "array of shape (t, t), True = blocked (drop the .tolist(): masks are combined "
+            "with |, which a list does not support).")
+    return got
+
+
+CAUSAL = Task("causal_mask", causal_mask, CAUSAL_CASES, CAUSAL_MISTAKES, prepare=_no_python_list,
               rules=(Rule("do not call mha.causal_mask", calls=(("mha", "causal_mask"),)),))
 
 
@@ -62,6 +72,11 @@ TO_SDPA_CASES = (
     Case("causal mask, T = 5", (causal_mask(5),), hidden=True),
 )
 
+FLOAT_01_MASK = (
+    "you returned a 0/1 number mask; a float mask is added to the scores: 0/1 blocks nothing; "
+    "return a boolean mask, True = may attend (~mask)."
+)
+
 TO_SDPA_MISTAKES = (
     Mistake("mask inverted", "mask inverted: SDPA's boolean attn_mask means True = allowed, "
             "the opposite of the package's True = blocked, so pass the inverse (~mask); you "
@@ -69,6 +84,8 @@ TO_SDPA_MISTAKES = (
     Mistake("additive mask", "you returned numbers; SDPA also takes a float mask, but that one "
             "is added to the scores (0 / -inf) and does not mean allowed / blocked, so return the "
             "boolean True = allowed mask.", lambda m: np.where(m, -np.inf, 0.0)),
+    Mistake("0/1 float mask", FLOAT_01_MASK, lambda m: (~m).astype(float)),
+    Mistake("0/1 float mask", FLOAT_01_MASK, lambda m: m.astype(float)),
 )
 
 
@@ -209,6 +226,8 @@ SOFTMAX_BACKWARD_CASES = (
          (np.array([0.2, 0.3, 0.5]), np.array([3.0, 3.0, 3.0]))),
     Case("four weights, random upstream", (_P4, _rng.normal(size=4))),
     Case("three rows of four", (_P34, _rng.normal(size=(3, 4)))),
+    Case("two rows of two: rows (0.25, 0.75) and (0.6, 0.4)",
+         (np.array([[0.25, 0.75], [0.6, 0.4]]), np.array([[1.0, -1.0], [0.5, 2.0]]))),
     # graded only
     Case("rows (0.5, 0.5) and (0.1, 0.9)",
          (np.array([[0.5, 0.5], [0.1, 0.9]]), np.array([[0.0, 1.0], [2.0, 2.0]])), hidden=True),
@@ -238,6 +257,27 @@ SOFTMAX_BACKWARD_MISTAKES = (
             "the weighted mean runs over the wrong axis: sum(p * g) is taken along each row "
             "(axis=-1, keepdims=True), the axis the softmax normalised.",
             lambda p, g: p * (g - (p * g).sum(0, keepdims=True))),
+    Mistake("keepdims dropped",
+            "the row sums lost their axis: sum(p * g, axis=-1) without keepdims=True has shape "
+            "(rows,), which NumPy lines up with the last axis (an error, or on a square input "
+            "wrong numbers without one); keep it, (p * g).sum(axis=-1, keepdims=True).",
+            lambda p, g: p * (g - (p * g).sum(-1)), raises="could not be broadcast"),
+    Mistake("unweighted mean",
+            "you subtracted the plain mean of g; subtract its mean weighted by the softmax "
+            "weights, sum(p * g) along the row: p * (g - (p * g).sum(axis=-1, keepdims=True)).",
+            lambda p, g: p * (g - g.mean(-1, keepdims=True))),
+    Mistake("unweighted sum",
+            "you subtracted the plain sum of g; subtract its mean weighted by the softmax "
+            "weights, sum(p * g) along the row: p * (g - (p * g).sum(axis=-1, keepdims=True)).",
+            lambda p, g: p * (g - g.sum(-1, keepdims=True))),
+    Mistake("summed over all rows",
+            "you summed p * g over the whole array, so every row subtracts the same number; "
+            "each row (one softmax) has its own weighted mean: (p * g).sum(axis=-1, "
+            "keepdims=True).", lambda p, g: p * (g - (p * g).sum())),
+    Mistake("factor p left out",
+            "the factor p in front is missing: the gradient is p * (g - sum(p * g)), "
+            "each entry multiplied by its own weight p_i (a weight near 0 passes almost "
+            "nothing back).", lambda p, g: g - (p * g).sum(-1, keepdims=True)),
 )
 
 
