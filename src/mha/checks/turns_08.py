@@ -50,13 +50,16 @@ APPEND_CASES = (
 APPEND_MISTAKES = (
     Mistake("appended on the head axis",
             "joined on dim 1, the head axis: the cache would gain heads, not positions. "
-            "K and V are (B, H_kv, T, dh); positions run along dim 2.", _cat(1)),
+            "K and V are (B, H_kv, T, dh); positions run along dim 2.", _cat(1),
+            raises="Sizes of tensors must match"),
     Mistake("appended on the channel axis",
             "joined on the last axis, the head channels: each key would get wider, not the cache "
-            "longer. Positions run along dim 2 of (B, H_kv, T, dh).", _cat(-1)),
+            "longer. Positions run along dim 2 of (B, H_kv, T, dh).", _cat(-1),
+            raises="Sizes of tensors must match"),
     Mistake("appended on the batch axis",
             "joined on dim 0, the batch axis: the new token became a new sequence. "
-            "Positions run along dim 2 of (B, H_kv, T, dh).", _cat(0)),
+            "Positions run along dim 2 of (B, H_kv, T, dh).", _cat(0),
+            raises="Sizes of tensors must match"),
     Mistake("new token before the cache",
             "the new token is first: torch.cat((k_new, cache_k), dim=2) puts it at position 0. "
             "The cache keeps the order of positions: old ones first, the new one last.",
@@ -105,5 +108,5 @@ def check_append_step(answer, behaviour: str | None = None) -> str:
         return answer(*(t.clone() for t in tensors))
 
     return run_check("append_step", on_copies, lambda *a: _pair(_reference(*a)), APPEND_CASES,
-                     [Mistake(m.name, m.sentence, lambda *a, f=m.compute: _pair(f(*a)))
+                     [Mistake(m.name, m.sentence, lambda *a, f=m.compute: _pair(f(*a)), m.raises)
                       for m in APPEND_MISTAKES], behaviour, prepare=_pair)

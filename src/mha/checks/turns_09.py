@@ -84,7 +84,8 @@ TILE_MISTAKES = (
             "mixed the values with * and sum instead of a weighted sum: (np.exp(s - m_new) * v)"
             ".sum() multiplies entries that do not belong together and adds them into one number "
             "(and fails when the tile's n keys differ from dv). The weighted sum of the value rows "
-            "is np.exp(s - m_new) @ v, a (dv,) vector.", lambda *c: _step(*c, mix="*")),
+            "is np.exp(s - m_new) @ v, a (dv,) vector.", lambda *c: _step(*c, mix="*"),
+            raises="could not be broadcast"),
     Mistake("rescale as a ratio of two exponentials",
             "rescale = exp(m) / exp(m_new) is right on paper, but each exponential alone overflows "
             "for large scores (exp(1000) = inf, and inf / inf = nan). Write it as one exponential "
