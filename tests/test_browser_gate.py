@@ -10,6 +10,7 @@ exist. Neither run starts JupyterLab or Chromium.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,8 +37,10 @@ def run_browser_tests(ci: bool) -> subprocess.CompletedProcess:
 def test_without_chromium_the_browser_tests_are_skipped_and_the_run_says_why():
     result = run_browser_tests(ci=False)
     assert result.returncode == 0, result.stdout[-2000:]
-    assert f"browser tests skipped (2): {MISSING} is missing" in result.stdout
-    assert "2 skipped" in result.stdout
+    skipped = re.search(rf"browser tests skipped \((\d+)\): {re.escape(MISSING)} is missing",
+                        result.stdout)
+    assert skipped and f"{skipped[1]} skipped" in result.stdout, result.stdout[-2000:]
+    # (every test of the file is skipped; how many it holds is the file's business)
 
 
 def test_under_ci_without_chromium_the_browser_tests_fail():
