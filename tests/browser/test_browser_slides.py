@@ -144,19 +144,22 @@ def lesson_03(decks, chromium):
         yield page
 
 
-def slide_with(page, selector: str):
-    """Go to the first slide containing ``selector``; return that element."""
-    indices = page.evaluate("""(selector) => {
-        const hit = Reveal.getSlides().find(s => s.querySelector(selector));
+def slide_with(page, selector: str, text: str = ""):
+    """Go to the first slide containing ``selector`` (whose text is ``text``, if given);
+    return that element."""
+    indices = page.evaluate("""([selector, text]) => {
+        const hit = Reveal.getSlides().find(s => [...s.querySelectorAll(selector)]
+            .some(e => !text || e.textContent.trim() === text));
         return hit ? Reveal.getIndices(hit) : null;
-    }""", selector)
-    assert indices, f"no slide contains {selector}"
+    }""", [selector, text])
+    assert indices, f"no slide contains {selector} {text!r}"
     show(page, indices)
-    return page.locator(f".reveal .slides section.present {selector}").first
+    found = page.locator(f".reveal .slides section.present {selector}")
+    return found.filter(has_text=text).first if text else found.first
 
 
 def test_check_yourself_answers_are_hidden_until_clicked(lesson_03):
-    summary = slide_with(lesson_03, "details > summary")
+    summary = slide_with(lesson_03, "details > summary", "Answer")  # not a your-turn Solution
     answer = summary.locator("xpath=..").locator(".answer")
     assert summary.inner_text().strip() == "Answer"
     assert not answer.is_visible()
