@@ -207,3 +207,15 @@ def test_the_install_cell_is_collapsed_and_prints_nothing_in_the_stored_lessons(
             continue  # test_notebook_carries_the_launch_cells_of_the_address says so
         assert cell["metadata"]["jupyter"]["source_hidden"] is True
         assert cell.get("outputs", []) == [], f"{path.name}: the install cell printed"
+
+
+def test_in_an_exercise_set_the_launch_cells_are_locked_read_only_cells(tmp_path):
+    target = tmp_path / "notebooks" / "exercises" / "ex04_masks.ipynb"
+    target.parent.mkdir(parents=True)
+    nb = json.loads((ROOT / "notebooks" / "exercises" / "ex04_masks.ipynb").read_text())
+    nb["cells"] = [c for c in nb["cells"]
+                   if not {"launch-header", "launch-install"} & set(c["metadata"].get("tags", []))]
+    target.write_text(json.dumps(nb))
+    launch.main(["--apply", "--readme", str(tmp_path / "none.md"), str(target)])
+    for cell in json.loads(target.read_text())["cells"][1:3]:
+        assert cell["metadata"]["nbgrader"]["locked"] and cell["metadata"]["editable"] is False

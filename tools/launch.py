@@ -154,8 +154,30 @@ def _title_end(nb) -> int:
     return 1 if is_title else 0
 
 
+def _graded(nb) -> bool:
+    """An nbgrader notebook (an exercise set or its source): its other cells carry nbgrader
+    metadata."""
+    return any("nbgrader" in c.get("metadata", {}) for c in nb.cells
+               if c.get("id") not in (HEADER, INSTALL))
+
+
+def _locked(cell) -> bool:
+    meta = cell.get("metadata", {})
+    return meta.get("nbgrader", {}).get("locked") is True and meta.get("editable") is False
+
+
+def _lock(cell) -> None:
+    """A read-only cell of an exercise set, as nbgrader's other locked cells are."""
+    cell.metadata["nbgrader"] = {"grade": False, "grade_id": cell.id.replace("-", "_"),
+                                 "locked": True, "schema_version": 3, "solution": False,
+                                 "task": False}
+    cell.metadata["editable"] = False
+    cell.metadata["deletable"] = False
+
+
 def apply(nb, project: Project, path: str):
-    """Insert or update the header and install cells of ``nb``; return ``nb``."""
+    """Insert or update the header and install cells of ``nb``; return ``nb``. In an
+    exercise set they are locked read-only cells, like the set's other given cells."""
     header, install = launch_cells(project, path)
     for wanted in (header, install):
         index = _find(nb, wanted.id)
@@ -173,6 +195,9 @@ def apply(nb, project: Project, path: str):
     header_at, install_at = _find(nb, HEADER), _find(nb, INSTALL)
     if install_at != header_at + 1:
         nb.cells.insert(header_at + 1, nb.cells.pop(install_at))
+    if _graded(nb):
+        for tag in (HEADER, INSTALL):
+            _lock(nb.cells[_find(nb, tag)])
     return nb
 
 
@@ -191,6 +216,8 @@ def differences(nb, project: Project, path: str) -> list[str]:
     first_code = next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
     if first_code != install_at:
         problems.append("the install cell is not the first code cell")
+    if _graded(nb) and not (_locked(nb.cells[header_at]) and _locked(nb.cells[install_at])):
+        problems.append("the launch cells of an exercise set are not locked read-only cells")
     return problems
 
 
