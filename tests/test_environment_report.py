@@ -95,3 +95,8 @@ def test_release_drops_local_and_pre_release_parts(version, numbers):
 def test_release_refuses_a_string_that_is_not_a_version():
     with pytest.raises(ValueError, match="not a version number"):
         source.release("cpu")
+
+
+def test_a_kernel_without_jupyterlab_is_fine_since_it_runs_in_another_front_end():
+    report = {**source.environment_report(), "jupyterlab": "not installed"}
+    assert source.environment_problems(report) == []

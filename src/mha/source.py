@@ -98,15 +98,18 @@ def environment_problems(report: dict[str, str]) -> list[str]:
 
     Checks what must hold on every machine, CPU or GPU, for any torch build
     (with or without a local suffix such as ``+cpu`` or ``+cu130``): every
-    key of ``NEEDED`` is present, no library reads ``"not installed"``, torch
+    key of ``NEEDED`` is present, no library but JupyterLab (a front end, absent from a
+    Colab kernel) reads ``"not installed"``, torch
     is at least ``MIN_TORCH``, and the torch this Python imports has the same
     release numbers as the torch package installed (both compared with
     :func:`release`, which drops the local suffix: an installed ``2.13.0``
     and an imported ``2.13.0+cu130`` agree).
     """
     problems = [f"the report lacks {key!r}." for key in NEEDED if key not in report]
+    # JupyterLab is one front end among several: a kernel that runs this check runs in some
+    # front end (Colab, VS Code, JupyterLab), so its absence from the kernel's Python is fine
     problems += [f"{name} is not installed." for name, value in report.items()
-                 if value == "not installed"]
+                 if value == "not installed" and name != "jupyterlab"]
     torch_version = report.get("torch", "not installed")
     if torch_version != "not installed":
         if release(torch_version) < MIN_TORCH:
