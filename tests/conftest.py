@@ -30,3 +30,16 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def playwright_session():
+    """The test session's one Playwright (sync API). Playwright allows one sync instance per
+    thread at a time, and tests/browser/ keeps its Chromium open for the whole session, so a
+    test that opened its own `sync_playwright()` after it failed with "Sync API inside the
+    asyncio loop" in the full run while passing alone. Every browser test takes this one.
+    Request it only after deciding not to skip (it imports playwright)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        yield p

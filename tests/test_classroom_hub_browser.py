@@ -106,15 +106,15 @@ def confirm(frame, shot):
 
 
 @pytest.fixture(scope="module")
-def flow():
+def flow(request):
     _browser_or_skip()
-    from playwright.sync_api import sync_playwright
+    p = request.getfixturevalue("playwright_session")
 
     SHOTS.mkdir(parents=True, exist_ok=True)
     make("class-env")
     users = {INSTRUCTOR: "instructor", RIGHT: "student", WRONG: "student"}
     seen = {}
-    with running_class(users) as room, sync_playwright() as p:
+    with running_class(users) as room:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         teacher = log_in(browser, room, INSTRUCTOR)
         menu(teacher, "Nbgrader", "Formgrader")

@@ -246,43 +246,41 @@ ARTIFACTS = ROOT / "test-artifacts" / "browser"
 
 
 @pytest.mark.browser
-def test_the_printed_url_shows_lesson_00_and_nothing_of_nbgrader_or_news(lab):
+def test_the_printed_url_shows_lesson_00_and_nothing_of_nbgrader_or_news(lab, request):
     if not CHROMIUM.exists():
         if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
             pytest.fail(f"CI is set and {CHROMIUM} is missing")
         pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
+    p = request.getfixturevalue("playwright_session")
     (url,) = printed_urls(lab)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                    args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1440, "height": 900})
-        requests = []
-        page.on("request", lambda r: requests.append(r.url))
-        try:
-            page.goto(url)
-            tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current")
-            tab.filter(has_text="00_start_here.ipynb").wait_for(timeout=90_000)
-            page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(
-                timeout=60_000)
-            page.wait_for_timeout(3000)  # a toast or a late extension would show by now
-            menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
-            assert "File" in menus and "Nbgrader" not in menus, menus
-            assert page.get_by_text("Jupyter news").count() == 0
-            assert page.locator(".jp-toast-message, .Toastify__toast").count() == 0
-            assert page.locator("[data-command='nbgrader:validate'], "
-                                "button:has-text('Validate')").count() == 0
-            sidebars = " ".join(page.locator(".jp-SideBar .lm-TabBar-tab").evaluate_all(
-                "tabs => tabs.map(t => (t.title || '') + ' ' + t.textContent)"))
-            assert "Create Assignment" not in sidebars and "Nbgrader" not in sidebars, sidebars
-            assert page.get_by_text("Create Assignment").count() == 0
-            outside = [u for u in requests if urllib.parse.urlsplit(u).scheme in ("http", "https")
-                       and urllib.parse.urlsplit(u).hostname != "127.0.0.1"]
-            assert outside == []
-        except BaseException:
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "make_lab_learner.png"))
-            raise
-        finally:
-            browser.close()
+    browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                args=CHROMIUM_ARGS)
+    page = browser.new_page(viewport={"width": 1440, "height": 900})
+    requests = []
+    page.on("request", lambda r: requests.append(r.url))
+    try:
+        page.goto(url)
+        tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current")
+        tab.filter(has_text="00_start_here.ipynb").wait_for(timeout=90_000)
+        page.locator(".jp-NotebookPanel .jp-Notebook .jp-Cell").first.wait_for(
+            timeout=60_000)
+        page.wait_for_timeout(3000)  # a toast or a late extension would show by now
+        menus = page.locator(".lm-MenuBar-itemLabel").all_inner_texts()
+        assert "File" in menus and "Nbgrader" not in menus, menus
+        assert page.get_by_text("Jupyter news").count() == 0
+        assert page.locator(".jp-toast-message, .Toastify__toast").count() == 0
+        assert page.locator("[data-command='nbgrader:validate'], "
+                            "button:has-text('Validate')").count() == 0
+        sidebars = " ".join(page.locator(".jp-SideBar .lm-TabBar-tab").evaluate_all(
+            "tabs => tabs.map(t => (t.title || '') + ' ' + t.textContent)"))
+        assert "Create Assignment" not in sidebars and "Nbgrader" not in sidebars, sidebars
+        assert page.get_by_text("Create Assignment").count() == 0
+        outside = [u for u in requests if urllib.parse.urlsplit(u).scheme in ("http", "https")
+                   and urllib.parse.urlsplit(u).hostname != "127.0.0.1"]
+        assert outside == []
+    except BaseException:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "make_lab_learner.png"))
+        raise
+    finally:
+        browser.close()

@@ -210,14 +210,11 @@ def lab_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def chromium():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True,
-                                    args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+def chromium(playwright_session):
+    browser = playwright_session.chromium.launch(executable_path=str(CHROMIUM), headless=True,
+                                                 args=CHROMIUM_ARGS)
+    yield browser
+    browser.close()
 
 
 # Every code cell's input prompt; a check cell (source collapsed, tag "check") shows a
