@@ -16,8 +16,6 @@ MAX_WORDS, MAX_CELLS = 2000, 50
 
 _DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.S)
 _INLINE_MATH = re.compile(r"(?<!\\)\$[^$\n]+?(?<!\\)\$")
-_FENCED = re.compile(r"^(```|~~~).*?^\1\s*$", re.S | re.M)
-_HTML_TAG = re.compile(r"<[^>\n]+>")
 _SOLUTION = re.compile(r"<summary>\s*Solution\s*</summary>\s*```python\n(.*?)```", re.S)
 
 
@@ -34,18 +32,15 @@ def tags(cell) -> list[str]:
     return cell.get("metadata", {}).get("tags", [])
 
 
-LAUNCH_TAGS = {"launch-header", "launch-install"}  # tools/launch.py's cells: not the lesson's
-
-
 def core_cells(nb) -> list[dict]:
-    """The lesson's own cells before the ``## Going deeper`` heading (all of them without
-    one); the launch header and install cells that tools/launch.py adds are not counted."""
+    """Every cell before the ``## Going deeper`` heading (all of them without one), the
+    launch header and install cells that tools/launch.py adds included: the learner
+    scrolls past them too."""
     cells = nb["cells"]
     for index, cell in enumerate(cells):
         if cell["cell_type"] == "markdown" and source(cell).lstrip().startswith(GOING_DEEPER):
-            cells = cells[:index]
-            break
-    return [c for c in cells if not LAUNCH_TAGS & set(tags(c))]
+            return cells[:index]
+    return cells
 
 
 def deeper_heading(nb) -> dict | None:
@@ -56,10 +51,13 @@ def deeper_heading(nb) -> dict | None:
 
 
 def prose_words(text: str) -> int:
-    """Words of prose in one markdown cell: math, fenced code and HTML tags not counted."""
-    for pattern in (_FENCED, _DISPLAY_MATH, _INLINE_MATH, _HTML_TAG):
+    """Words in one markdown cell as the issue counts them: every whitespace-separated
+    token once ``$$...$$`` and ``$...$`` math is taken out. Fenced code (the your-turn
+    solutions), HTML tags, list bullets and table bars all count: a stricter count than a
+    reader's, so no honest recount finds more."""
+    for pattern in (_DISPLAY_MATH, _INLINE_MATH):
         text = pattern.sub(" ", text)
-    return len([w for w in text.split() if re.search(r"\w", w)])
+    return len(text.split())
 
 
 def core_words(nb) -> int:

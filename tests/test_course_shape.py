@@ -1,7 +1,8 @@
 """Every lesson is one sitting (docs/AUTHORING.md, "A lesson is one sitting").
 
-The core path (everything before ``## Going deeper``) holds at most 2,000 words
-of prose and 50 cells; Going deeper says it is optional; cells that only pin
+The core path (every cell before ``## Going deeper``, the launch cells included)
+holds at most 2,000 words of markdown (every token but inline and display math,
+fenced code and tags included) and 50 cells; Going deeper says it is optional; cells that only pin
 numbers are tagged ``check``; every lesson has a your-turn cell, a predict
 prompt and, from lesson 01 on, opens with the map of the computation.
 """
@@ -95,9 +96,10 @@ def test_every_lesson_from_01_draws_the_map_of_the_computation(path):
         f"{path.name}: the lesson opens with mha.plot.computation_map(...)")
 
 
-def test_prose_words_leave_out_math_code_and_tags():
-    text = "The weights $w_j$ sum to 1:\n$$\\sum_j w_j = 1$$\n<b>bold</b>\n```python\nx = 1\n```\n"
-    assert prose_words(text) == 6  # The weights sum to 1: bold
+def test_prose_words_leave_out_only_math():
+    text = "The weights $w_j$ sum to 1:\n$$\\sum_j w_j = 1$$\n- <b>bold</b>\n```python\nx = 1\n```\n"
+    # The weights sum to 1: | - <b>bold</b> | ```python x = 1 ```
+    assert prose_words(text) == 11
 
 
 def test_only_pins_sees_asserts_and_their_continuation_lines():
