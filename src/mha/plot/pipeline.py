@@ -21,8 +21,8 @@ STAGES = (
     ("mask", "mask\nblocked score\nbecomes $-\\infty$"),
     ("softmax", "$A = $ softmax\neach row\nsums to 1"),
     ("readout", "$AV$\nweighted sum\nof values"),
-    ("heads", "$H$ heads each\nrun the steps,\nthen concatenate"),
-    ("output", "$\\cdot\\, W_O$\nback to\nwidth $C$"),
+    ("heads", "$H$ heads each\nrun the steps;\nconcatenated"),
+    ("output", "$W_O$\nmixes the\nheads, back to\nwidth $C$"),
 )
 CACHE = ("cache", "KV cache: keys and values\nof earlier positions, reused")
 STAGE_NAMES = tuple(name for name, _ in STAGES) + (CACHE[0],)
