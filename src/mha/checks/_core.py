@@ -149,8 +149,9 @@ def as_numbers(x):
 # How many of its own epsilons an answer in a narrow float type may be off, relative to the
 # size of the expected values: float32 (eps 2^-23) gets 64; the 16-bit types (float16, eps
 # 2^-10; bfloat16, eps 2^-7) get 8, since 64 of their epsilons (0.06, 0.5) would let
-# mistakes through. Right bfloat16 answers of the tasks that allow torch are off by at most
-# 3 eps on the graded cases (tests/test_grading.py measures them).
+# mistakes through. Right bfloat16 and float16 answers of the tasks that allow torch were off
+# by at most 1.05 of their eps on the graded cases (tests/test_grading.py asserts under 2);
+# a bfloat16 softmax fails the large-logits cases honestly: 999 and 1000 are one bfloat16.
 ULPS = {4: 64, 2: 8}
 
 
