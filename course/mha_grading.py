@@ -31,8 +31,10 @@ import contextlib
 import copy
 import csv
 import io
+import os
 import re
 
+import nbformat
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.notebooknode import NotebookNode
 from nbgrader import utils
@@ -72,22 +74,32 @@ def released_source(source: str) -> str:
 # -- sanitize: before OverwriteCells ---------------------------------------------------------
 
 class RestoreHiddenTests(NbGraderPreprocessor):
-    """Restore the hidden lines of untouched locked cells quietly; note edited ones."""
+    """Restore the hidden lines of untouched locked cells quietly; note edited ones. A cell
+    whose metadata names a grade id this set does not have becomes an ordinary cell (noted),
+    and a test cell missing from the submission is put back where the set has it (noted)."""
 
     def preprocess(self, nb, resources):
         notebook_id, assignment_id, _, db_url = _ids(resources)
         flags = _flags(nb)
         present = set()
         with Gradebook(db_url) as gb:
-            for cell in nb.cells:
-                grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            for index, cell in enumerate(nb.cells):
+                meta = cell.metadata.get("nbgrader")
+                grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
                 if not grade_id:
                     continue
-                present.add(grade_id)
                 try:
                     source = gb.find_source_cell(grade_id, notebook_id, assignment_id)
                 except MissingEntry:
+                    if meta.get("grade") or meta.get("solution") or meta.get("locked") or \
+                            meta.get("task"):
+                        kind = "test" if meta.get("grade") else "nbgrader"
+                        flags.append(f"cell {index} claims to be the {kind} cell "
+                                     f"{str(grade_id)[:60]!r}, which this set does not have "
+                                     "(graded as an ordinary cell)")
+                    del cell.metadata["nbgrader"]
                     continue
+                present.add(grade_id)
                 if not source.locked or cell.source == source.source:
                     continue
                 if cell.source == released_source(source.source):
@@ -96,13 +108,39 @@ class RestoreHiddenTests(NbGraderPreprocessor):
                     flags.append(f"the locked cell {grade_id} was edited (grading restored it)")
             try:
                 notebook = gb.find_notebook(notebook_id, assignment_id)
-                for grade_cell in notebook.grade_cells:
-                    if grade_cell.name not in present:
-                        flags.append(f"the test cell {grade_cell.name} was deleted "
-                                     "(grading added it back)")
+                missing = [(g.name, g.max_score) for g in notebook.grade_cells
+                           if g.name not in present]
+                for name, points in missing:
+                    source = gb.find_source_cell(name, notebook_id, assignment_id)
+                    self.add_back(nb, name, source.source, points, assignment_id, notebook_id)
+                    flags.append(f"the test cell {name} was missing (deleted, or its id "
+                                 "changed); grading added it back and ran it")
             except MissingEntry:
                 pass
         return nb, resources
+
+    def add_back(self, nb, name: str, source: str, points, assignment_id: str,
+                 notebook_id: str) -> None:
+        """Insert the test cell ``name`` after the cell that precedes it in the set's source
+        notebook (at the end when that cell is gone too)."""
+        cell = NotebookNode(cell_type="code", source=source, outputs=[], execution_count=None,
+                            metadata=NotebookNode(nbgrader=NotebookNode(
+                                grade=True, grade_id=name, locked=True, points=points,
+                                schema_version=3, solution=False, task=False)))
+        position = len(nb.cells)
+        with contextlib.suppress(Exception):
+            from nbgrader.coursedir import CourseDirectory
+
+            coursedir = CourseDirectory(config=self.config)
+            path = os.path.join(coursedir.format_path(coursedir.source_directory, ".",
+                                                      assignment_id), notebook_id + ".ipynb")
+            order = [c.metadata.get("nbgrader", {}).get("grade_id")
+                     for c in nbformat.read(path, as_version=4).cells]
+            before = set(order[:order.index(name)])
+            for i, existing in enumerate(nb.cells):
+                if existing.metadata.get("nbgrader", {}).get("grade_id") in before:
+                    position = i + 1
+        nb.cells.insert(position, cell)
 
 
 # -- execute: never drop a submission ---------------------------------------------------------
@@ -175,16 +213,19 @@ class RobustExecute(Execute):
 # -- judge, outside the kernel ----------------------------------------------------------------
 
 SUSPECT_MODULES = {
-    "builtins", "sys", "inspect", "importlib", "gc", "ctypes", "traceback", "signal",
-    "threading", "_thread", "multiprocessing", "subprocess", "os", "IPython", "ipykernel",
-    "types", "linecache", "atexit", "faulthandler", "code", "codeop", "pdb", "dis", "marshal",
-    "socket", "shutil", "nbgrader", "tracemalloc", "asyncio", "concurrent", "pickle", "io",
-    "contextlib", "unittest", "pytest",
+    "builtins", "sys", "inspect", "importlib", "gc", "ctypes", "_ctypes", "cffi", "traceback",
+    "signal", "_signal", "threading", "_thread", "multiprocessing", "subprocess",
+    "_posixsubprocess", "os", "posix", "nt", "pty", "resource", "fcntl", "mmap", "IPython",
+    "ipykernel", "types", "linecache", "atexit", "faulthandler", "code", "codeop", "pdb", "dis",
+    "marshal", "socket", "shutil", "pathlib", "tempfile", "sqlite3", "_sqlite3", "nbgrader",
+    "tracemalloc", "_tracemalloc", "asyncio", "concurrent", "pickle", "io", "_io", "runpy",
+    "contextlib", "unittest", "pytest", "zipimport", "_imp",
 }
 SUSPECT_NAMES = {
     "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "setattr", "delattr",
     "get_ipython", "open", "breakpoint", "exit", "quit", "In", "Out", "_ih", "_oh", "_i", "_ii",
     "_iii", "__builtins__", "checks", "_grading", "_fresh", "display", "publish_display_data",
+    "PREDICTIONS",
 }
 SUSPECT_ATTRIBUTES = {
     "f_back", "f_globals", "f_locals", "f_code", "f_builtins", "tb_frame", "tb_next",
@@ -192,20 +233,110 @@ SUSPECT_ATTRIBUTES = {
     "__subclasses__", "__bases__", "__mro__", "__builtins__", "_getframe", "modules",
     "settrace", "setprofile", "__setattr__", "__getattribute__", "__name__", "__qualname__",
     "__module__", "checks", "grading", "_core", "_tasks", "history_manager", "user_ns",
-    "__traceback__", "with_traceback", "__wrapped__", "func_code",
+    "__traceback__", "with_traceback", "__wrapped__", "func_code", "PREDICTIONS", "fork",
+    "forkpty", "_exit", "kill", "system", "popen", "execv", "execve", "spawnv",
 }
+# Calls that switch off what grading watches, whatever module name they are reached through.
+SUSPECT_CALLS = {("sys", "setprofile"), ("sys", "settrace"), ("threading", "setprofile"),
+                 ("threading", "settrace"), ("tracemalloc", "stop"), ("tracemalloc", "start"),
+                 ("tracemalloc", "clear_traces"), ("os", "fork"), ("posix", "fork"),
+                 ("gc", "get_referrers"), ("gc", "get_objects")}
 MODULE_ALIASES = {"np", "numpy", "mha", "torch", "F", "nn", "math", "scipy", "builtins",
                   "checks", "random", "operator", "functools"}
+# Modules whose attributes grading relies on: any name bound to one of them (``import numpy
+# as xp``, ``from numpy import linalg``, ``xp = np``) is watched like ``np``.
+GUARDED_MODULES = {"numpy", "mha", "torch", "scipy", "builtins", "math", "random", "operator",
+                   "functools", "sys", "IPython", "ipykernel", "nbgrader"}
 INTERRUPTS = {"BaseException", "KeyboardInterrupt", "SystemExit", "GeneratorExit"}
+# IPython magics a learner uses innocently: the code they run is read like the cell's own.
+QUIET_MAGICS = {"time", "timeit", "capture", "matplotlib", "precision"}
+TOO_DEEP = "could not be read: nested too deep"
 
 
-def suspicious(source: str) -> list[str]:
-    """What in ``source`` reaches past the answer: grading's machinery, the interpreter,
-    the caller's frames, or module attributes it rewrites (one phrase each, with a line)."""
+def parse(source: str):
+    """``(tree, problem)``: the cell's syntax tree (IPython's ``%magic`` and ``!shell`` lines
+    turned into the calls they make), or None and why not. A syntax error is no problem (the
+    cell does not run in the kernel either); an expression nested so deep that the parser
+    recurses too far is one (it must not stop grading, and its cell is not read)."""
     try:
-        tree = ast.parse(source)
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        source = TransformerManager().transform_cell(source)
+    except Exception:  # IPython's own transforms choked: parse the cell as it is
+        pass
+    try:
+        return ast.parse(source), ""
     except SyntaxError:
-        return []
+        return None, ""
+    except (RecursionError, MemoryError):
+        return None, TOO_DEEP
+    except (ValueError, TypeError) as err:  # a null byte and the like
+        return None, f"could not be read ({type(err).__name__})"
+
+
+def _unparse(node) -> str:
+    try:
+        return ast.unparse(node)
+    except (RecursionError, ValueError, TypeError):
+        return "a nested expression"
+
+
+def module_aliases(sources) -> set[str]:
+    """Every name a notebook binds to a module grading relies on (``import numpy as xp``)."""
+    aliases = set(MODULE_ALIASES)
+    for source in sources:
+        tree, _ = parse(source)
+        if tree is None:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.split(".")[0] in GUARDED_MODULES:
+                        aliases.add(a.asname or a.name.split(".")[0])
+            elif isinstance(node, ast.ImportFrom):
+                if (node.module or "").split(".")[0] in GUARDED_MODULES:
+                    aliases.update(a.asname or a.name for a in node.names if a.name != "*")
+        for node in ast.walk(tree):  # xp = np
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and \
+                    node.value.id in aliases:
+                aliases.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return aliases
+
+
+def _call_name(func, aliases: dict) -> tuple[str, str] | None:
+    """``("sys", "setprofile")`` for ``sys.setprofile(...)``, ``s.setprofile(...)`` after
+    ``import sys as s``, or ``setprofile(...)`` after ``from sys import setprofile``."""
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return aliases.get(func.value.id, func.value.id), func.attr
+    if isinstance(func, ast.Name) and func.id in aliases and "." in aliases[func.id]:
+        module, name = aliases[func.id].rsplit(".", 1)
+        return module, name
+    return None
+
+
+def _magic(call: ast.Call):
+    """``(magic name, code)`` for ``get_ipython().run_line_magic("time", "x = 1")`` (what
+    IPython turns ``%time x = 1`` into), ``("!", command)`` for a shell line, else None."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name) and func.value.func.id == "get_ipython"):
+        return None
+    args = [a.value if isinstance(a, ast.Constant) else None for a in call.args]
+    if func.attr in ("system", "getoutput"):
+        return "!", args[0] if args else None
+    if func.attr in ("run_line_magic", "run_cell_magic") and args and isinstance(args[0], str):
+        return args[0], args[-1] if isinstance(args[-1], str) else None
+    return None
+
+
+def suspicious(source: str, guarded: set | None = None) -> list[str]:
+    """What in ``source`` reaches past the answer: grading's machinery, the interpreter,
+    the caller's frames, or module attributes it rewrites (one phrase each, with a line).
+    ``guarded``: the names bound to NumPy, torch, mha ... anywhere in the notebook."""
+    tree, problem = parse(source)
+    if tree is None:
+        return [problem] if problem else []
+    guarded = set(guarded or ()) | module_aliases([source])
     found = []
 
     def note(node, text):
@@ -213,6 +344,16 @@ def suspicious(source: str) -> list[str]:
         if entry not in found:
             found.append(entry)
 
+    skip = set()  # nodes already reported through the call that holds them
+    imported = {}  # local name -> module or module.function it stands for
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                imported[a.asname or a.name.split(".")[0]] = a.name if a.asname else \
+                    a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                imported[a.asname or a.name] = f"{node.module or ''}.{a.name}"
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -221,24 +362,47 @@ def suspicious(source: str) -> list[str]:
         elif isinstance(node, ast.ImportFrom):
             module = node.module or ""
             if module.split(".")[0] in SUSPECT_MODULES or "checks" in module or any(
-                    a.name in ("checks", "grading") for a in node.names):
+                    a.name in ("checks", "grading", "PREDICTIONS") for a in node.names):
                 note(node, f"imports from {module or '.'}")
+        elif id(node) in skip:
+            continue
         elif isinstance(node, ast.Name) and node.id in SUSPECT_NAMES:
             note(node, f"uses {node.id}")
         elif isinstance(node, ast.Attribute) and node.attr in SUSPECT_ATTRIBUTES:
             note(node, f"uses .{node.attr}")
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id == "getattr" and len(node.args) >= 2 and not isinstance(
-                    node.args[1], ast.Constant):
-            note(node, "uses getattr with a computed name")
+        elif isinstance(node, ast.Call):
+            magic = _magic(node)
+            if magic is not None:
+                name, code = magic
+                skip.update((id(node.func), id(node.func.value), id(node.func.value.func)))
+                if name in QUIET_MAGICS:
+                    for entry in suspicious(code or "", guarded):
+                        note(node, f"in %{name}: {entry.rsplit(' (line', 1)[0]}")
+                else:
+                    note(node, "runs a shell command" if name == "!" else f"runs %{name}")
+                continue
+            called = _call_name(node.func, imported)
+            if called and (called[0].split(".")[-1], called[1]) in SUSPECT_CALLS:
+                skip.add(id(node.func))
+                note(node, f"calls {called[0].split('.')[-1]}.{called[1]}")
+            if isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") \
+                    and len(node.args) >= 2:
+                name = node.args[1]
+                if not isinstance(name, ast.Constant):
+                    note(node, f"uses {node.func.id} with a computed name")
+                elif str(name.value) in SUSPECT_ATTRIBUTES | SUSPECT_NAMES:
+                    note(node, f"uses {node.func.id}(..., {name.value!r})")
+            if isinstance(node.func, ast.Attribute) and node.func.attr == "import_module" \
+                    and node.args and isinstance(node.args[0], ast.Constant):
+                note(node, f"imports {node.args[0].value}")
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for target in targets:
                 base = target
                 while isinstance(base, (ast.Attribute, ast.Subscript)):
                     base = base.value
-                if base is not target and isinstance(base, ast.Name) and base.id in MODULE_ALIASES:
-                    note(node, f"rewrites {ast.unparse(target)}")
+                if base is not target and isinstance(base, ast.Name) and base.id in guarded:
+                    note(node, f"rewrites {_unparse(target)}")
         elif isinstance(node, ast.ExceptHandler):
             caught = node.type
             names = set()
@@ -255,11 +419,12 @@ def suspicious(source: str) -> list[str]:
 
 def _static_flags(nb) -> list[str]:
     flags = []
+    guarded = module_aliases(c.source for c in nb.cells if c.cell_type == "code")
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code" or utils.is_locked(cell):
             continue
         where = cell.metadata.get("nbgrader", {}).get("grade_id") or f"an added cell ({index})"
-        found = suspicious(cell.source)
+        found = suspicious(cell.source, guarded)
         if found:
             flags.append(f"{where}: " + "; ".join(found))
     return flags
@@ -268,9 +433,8 @@ def _static_flags(nb) -> list[str]:
 def forbidden_mentions(source: str, names: set) -> list[str]:
     """Where ``source`` names a function a task forbids (``mha.attention``, ``from mha import
     softmax``), even outside the answer function, where the profile hook does not look."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree, _ = parse(source)  # a cell that cannot be read is flagged by suspicious()
+    if tree is None:
         return []
     found = []
     for node in ast.walk(tree):
@@ -279,7 +443,7 @@ def forbidden_mentions(source: str, names: set) -> list[str]:
             while isinstance(root, ast.Attribute):
                 root = root.value
             if isinstance(root, ast.Name) and root.id in MODULE_ALIASES:
-                found.append(f"names {ast.unparse(node)} (line {node.lineno})")
+                found.append(f"names {_unparse(node)} (line {node.lineno})")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
                 "mha", "scipy", "torch"):
             found += [f"imports {a.name} from {node.module} (line {node.lineno})"

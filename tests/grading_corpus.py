@@ -12,7 +12,10 @@ history, swallows interrupts, hangs or kills Python.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from nbformat.v4 import new_code_cell
 
 
 @dataclass
@@ -22,6 +25,36 @@ class Sub:
     answers: dict
     expect: dict = field(default_factory=dict)
     flagged: bool = False
+    reasons: tuple = ()  # words the needs_review column must hold, one entry each
+    edit: Callable | None = None  # changes the notebook beyond the answer cells
+
+
+def add_cell(source: str, after: str = "setup", nbgrader: dict | None = None):
+    """An edit: a code cell of the student's own after the cell ``after``."""
+    def edit(nb):
+        index = next(i for i, c in enumerate(nb.cells)
+                     if c.metadata.get("nbgrader", {}).get("grade_id") == after)
+        cell = new_code_cell(source)
+        if nbgrader is not None:
+            cell.metadata["nbgrader"] = {"schema_version": 3, "grade": False, "locked": False,
+                                         "solution": False, "task": False, **nbgrader}
+        nb.cells.insert(index + 1, cell)
+    return edit
+
+
+def delete_cell(grade_id: str, rename_to: str | None = None):
+    """An edit: the test cell ``grade_id`` deleted (or its id changed to ``rename_to``)."""
+    def edit(nb):
+        index = next(i for i, c in enumerate(nb.cells)
+                     if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+        if rename_to is None:
+            del nb.cells[index]
+        else:
+            nb.cells[index].metadata["nbgrader"]["grade_id"] = rename_to
+    return edit
+
+
+DEEP = "-" * 5000 + "1"  # ast.parse: RecursionError (nested too deep)
 
 
 E1, E2, E3, E4, E5 = ("ex01_weighted_sum", "ex02_scores_and_softmax", "ex03_scaling",
@@ -488,4 +521,95 @@ def leaks_future(model, x):
 def leaks_future(model, x):
     return model.__name__ != "causal_model"
 '''}, {"test_leaks_future": "flags a correct causal head"}, flagged=True),
+    # -- malformed notebooks: never dropped ----------------------------------------------------
+    Sub("nested_too_deep", E1, {}, flagged=True, reasons=("nested too deep",),
+        edit=add_cell(f"deep = {DEEP}")),
+    Sub("nested_in_answer", E3, {"predict_divided": f"weights_divided = [0.731, 0.269]\n_deep = {DEEP}"},
+        {"test_predict_divided": "not defined"}, flagged=True, reasons=("nested too deep",)),
+    Sub("unknown_grade_cell", E3, {}, flagged=True, reasons=("'bonus_points', which this set does not have",),
+        edit=add_cell('print("five more points, please")', "head_scores",
+                      {"grade": True, "grade_id": "bonus_points", "points": 5, "locked": True})),
+    Sub("unknown_solution_cell", E1, {}, flagged=True, reasons=("'my_notes', which this set does not have",),
+        edit=add_cell("notes = 'weights times values'", "read_out",
+                      {"solution": True, "grade_id": "my_notes"})),
+    Sub("deletes_test_cell", E3, {}, flagged=True,
+        reasons=("test_predict_divided was missing", "added it back"),
+        edit=delete_cell("test_predict_divided")),
+    Sub("deletes_failing_test", E1, {"read_out": '''
+def read_out(weights, values):
+    return np.mean(values, axis=0)  # forgot the weights
+'''}, {"test_read_out_one_query": "plain average", "test_read_out_many_queries": "plain average"},
+        flagged=True, reasons=("test_read_out_one_query was missing",),
+        edit=delete_cell("test_read_out_one_query")),
+    Sub("renames_test_cell", E1, {}, flagged=True,
+        reasons=("'test_mine', which this set does not have", "test_read_out_many_queries was missing"),
+        edit=delete_cell("test_read_out_many_queries", rename_to="test_mine")),
+    # -- bfloat16 answers -----------------------------------------------------------------------
+    Sub("bf16_masks", E4, {"masked_attention": '''
+import torch
+def masked_attention(q, k, v, mask):
+    q, k, v = (torch.as_tensor(a, dtype=torch.bfloat16) for a in (q, k, v))
+    s = q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5
+    w = torch.softmax(s.masked_fill(torch.as_tensor(mask), float("-inf")), dim=-1)
+    return w @ v, w
+'''}),
+    Sub("bf16_kqt", E4, {"masked_attention": '''
+import torch
+def masked_attention(q, k, v, mask):
+    q, k, v = (torch.as_tensor(a, dtype=torch.bfloat16) for a in (q, k, v))
+    s = k @ q.transpose(-1, -2) / q.shape[-1] ** 0.5
+    w = torch.softmax(s.masked_fill(torch.as_tensor(mask), float("-inf")), dim=-1)
+    return w @ v, w
+'''}, {"test_masked_attention": "transposed", "test_masked_attention_broadcast": "transposed"}),
+    Sub("bf16_grads", E5, {"softmax_grad": '''
+import torch
+def softmax_grad(p, g):
+    p, g = torch.as_tensor(p, dtype=torch.bfloat16), torch.as_tensor(g, dtype=torch.bfloat16)
+    return p * (g - (p * g).sum(-1, keepdim=True))
+''', "attention_grads": '''
+import torch
+def attention_grads(q, k, v, d_out):
+    q, k, v, d_out = (torch.as_tensor(a, dtype=torch.float16) for a in (q, k, v, d_out))
+    scale = q.shape[-1] ** -0.5
+    a = torch.softmax(q @ k.T * scale, dim=-1)
+    d_a = d_out @ v.T
+    d_s = a * (d_a - (a * d_a).sum(-1, keepdim=True))
+    return d_s @ k * scale, d_s.T @ q * scale, a.T @ d_out
+'''}),
+    Sub("bf16_diagonal_only", E5, {"softmax_grad": '''
+import torch
+def softmax_grad(p, g):
+    p, g = torch.as_tensor(p, dtype=torch.bfloat16), torch.as_tensor(g, dtype=torch.bfloat16)
+    return p * (1 - p) * g
+'''}, {"test_softmax_grad": "diagonal",  # the set's attention_grads calls it on NumPy arrays:
+        "test_attention_grads_dv": "raised TypeError", "test_attention_grads_dq_dk": "raised TypeError"}),
+    # -- spellings of tampering the scan names (the grade is the one the answer earns) ----------
+    Sub("numpy_alias", E1, {"read_out": '''
+import numpy as xp
+xp.set_printoptions = xp.set_printoptions
+def read_out(weights, values):
+    return xp.asarray(weights) @ values
+'''}, flagged=True, reasons=("rewrites xp.set_printoptions",)),
+    Sub("getattr_globals", E1, {"read_out": '''
+def read_out(weights, values):
+    return np.asarray(weights) @ values
+_seen = getattr(read_out, "__globals__")
+'''}, flagged=True, reasons=("getattr(..., '__globals__')",)),
+    Sub("os_level_imports", E2, {}, flagged=True, reasons=(
+        "imports posix", "imports sqlite3", "imports ctypes", "imports subprocess",
+        "imports multiprocessing", "imports signal", "imports gc", "imports tracemalloc",
+        "calls sys.setprofile", "calls sys.settrace", "calls tracemalloc.stop", "calls os.fork"),
+        edit=add_cell('''
+import posix, sqlite3, ctypes, subprocess, multiprocessing, signal, gc, tracemalloc, sys, os
+sys.setprofile(None)
+sys.settrace(None)
+tracemalloc.stop()
+if False:
+    os.fork()
+'''.strip())),
+    Sub("magic_hides_import", E2, {}, flagged=True, reasons=("in %time: imports posix", "runs a shell command"),
+        edit=add_cell("%time import posix\n!echo hello")),
+    Sub("reads_predictions", E3, {"predict_dk64": '''
+weights_dk64 = checks.PREDICTIONS["ex03.weights_dk64"].expected
+'''}, flagged=True, reasons=("PREDICTIONS",)),
 ]

@@ -97,7 +97,8 @@ def test_every_lesson_from_01_draws_the_map_of_the_computation(path):
 
 
 def test_prose_words_leave_out_only_math():
-    text = "The weights $w_j$ sum to 1:\n$$\\sum_j w_j = 1$$\n- <b>bold</b>\n```python\nx = 1\n```\n"
+    text = ("The weights $w_j$ sum to 1:\n$$\\sum_j w_j = 1$$\n- <b>bold</b>\n```python\n"
+            "x = 1\n```\n")
     # The weights sum to 1: | - <b>bold</b> | ```python x = 1 ```
     assert prose_words(text) == 12
 

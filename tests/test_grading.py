@@ -75,6 +75,52 @@ def test_a_right_float32_or_float64_answer_gets_full_marks(dtype):
         assert verdict("softmax", lambda x: softmax_rows(x, dtype), behaviour).startswith("passed")
 
 
+def _in_torch(fn, dtype):
+    torch = pytest.importorskip("torch")
+
+    def answer(*args):
+        out = fn(*(torch.as_tensor(np.asarray(a), dtype=getattr(torch, dtype)) for a in args))
+        return out
+    return answer
+
+
+def _attention(q, k, v, mask, k_q_t=False):
+    torch = pytest.importorskip("torch")
+    s = (k @ q.transpose(-1, -2) if k_q_t else q @ k.transpose(-1, -2)) / q.shape[-1] ** 0.5
+    w = torch.softmax(s.masked_fill(mask.bool(), float("-inf")), dim=-1)
+    return w @ v, w
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_right_16_bit_torch_answer_gets_full_marks(dtype):
+    assert verdict("masked_attention", _in_torch(_attention, dtype)).startswith("passed")
+    assert verdict("softmax_grad", _in_torch(lambda p, g: p * (g - (p * g).sum(
+        -1, keepdim=True)), dtype)).startswith("passed")
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_wrong_16_bit_torch_answer_is_named(dtype):
+    assert "transposed" in verdict("masked_attention", _in_torch(
+        lambda *a: _attention(*a, k_q_t=True), dtype))
+    assert "diagonal" in verdict("softmax_grad", _in_torch(lambda p, g: p * (1 - p) * g, dtype))
+
+
+@pytest.mark.parametrize("dtype,eps", [("bfloat16", 2 ** -7), ("float16", 2 ** -10)])
+def test_right_16_bit_answers_are_within_two_of_their_epsilons(dtype, eps):
+    """What the 8-epsilon tolerance of _core.ULPS rests on (masked attention, 11 cases)."""
+    task = grading.task_for("masked_attention", None)
+    answer = _in_torch(_attention, dtype)
+    worst = 0.0
+    for case in task.cases_for(None, include_hidden=True):
+        for got, want in zip(task.prepare(answer(*case.args)), task.reference(*case.args),
+                             strict=True):
+            got = _core.as_numbers(got).view(np.ndarray).astype(float)
+            scale = max(1.0, float(np.abs(want).max()))
+            worst = max(worst, float(np.abs(got - want).max()) / (eps * scale))
+    assert worst < 2, worst
+    assert _core.ULPS[2] >= 4 * worst
+
+
 def test_a_softmax_in_longdouble_without_the_shift_fails_the_stability_cell():
     def no_shift(x):
         e = np.exp(np.asarray(x, dtype=np.longdouble))
@@ -202,7 +248,36 @@ HOSTILE = {
     "checks.check_softmax = print": "checks",
     "x = getattr(np, 'a' + 'bs')": "getattr with a computed name",
     "def f(model, x):\n    return model.__name__": "__name__",
+    'g = getattr(f, "__globals__")': "getattr(..., '__globals__')",
+    "import numpy as xp\nxp.abs = len": "rewrites xp.abs",
+    "from numpy import linalg as la\nla.norm = len": "rewrites la.norm",
+    "import posix": "imports posix",
+    "import sqlite3": "imports sqlite3",
+    "import ctypes": "imports ctypes",
+    "import subprocess": "imports subprocess",
+    "import multiprocessing": "imports multiprocessing",
+    "import signal": "imports signal",
+    "import gc": "imports gc",
+    "import tracemalloc": "imports tracemalloc",
+    "sys.setprofile(None)": "calls sys.setprofile",
+    "from sys import settrace as t\nt(None)": "calls sys.settrace",
+    "tracemalloc.stop()": "calls tracemalloc.stop",
+    "os.fork()": "calls os.fork",
+    "importlib.import_module('ctypes')": "imports ctypes",
+    "%time import posix": "in %time: imports posix",
+    "!rm -rf gradebook.db": "runs a shell command",
+    "w = checks.PREDICTIONS['ex03.weights_dk64'].expected": "PREDICTIONS",
+    "x = " + "-" * 5000 + "1": "could not be read: nested too deep",
 }
+
+
+def test_an_alias_bound_in_another_cell_is_watched_like_np():
+    guarded = mha_grading.module_aliases(["import numpy as xp", "ys = xp"])
+    assert mha_grading.suspicious("ys.abs = len", guarded) == ["rewrites ys.abs (line 1)"]
+
+
+def test_a_cell_too_deep_to_parse_does_not_stop_the_scan_of_forbidden_names():
+    assert mha_grading.forbidden_mentions("x = " + "-" * 5000 + "1", {"attention"}) == []
 
 
 @pytest.mark.parametrize("code", sorted(HOSTILE))

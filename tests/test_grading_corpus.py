@@ -54,12 +54,18 @@ def build(course: Path, exercises: Path, sub) -> nbformat.NotebookNode:
             code = sub.answers.get(meta["grade_id"])
             cell.source = (code.strip("\n") if code is not None
                            else solution_code(course, sub.assignment, meta["grade_id"]))
+    if sub.edit is not None:
+        sub.edit(nb)
     return nb
 
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("corpus")
+    return grade(tmp_path_factory.mktemp("corpus"), CORPUS)
+
+
+def grade(tmp: Path, corpus) -> dict:
+    """Release, collect ``corpus``, autograde, feedback, export; the course and the CSV rows."""
     course, exercises, submitted = tmp / "course", tmp / "exercises", tmp / "submissions"
     shutil.copytree(ROOT / "course" / "source", course / "source")
     for module in (ROOT / "course").glob("*.py"):  # the config and what it imports
@@ -67,7 +73,7 @@ def graded(tmp_path_factory):
     with open(course / "nbgrader_config.py", "a") as f:
         f.write(f"\nc.Execute.timeout = {CELL_TIMEOUT}\n")
     make("course-release", course, EXERCISES=exercises)
-    for sub in CORPUS:
+    for sub in corpus:
         folder = submitted / sub.student / sub.assignment
         folder.mkdir(parents=True)
         nbformat.write(build(course, exercises, sub), folder / f"{sub.assignment}.ipynb")
@@ -79,7 +85,7 @@ def graded(tmp_path_factory):
     make("course-export", course, GRADES_CSV=tmp / "grades.csv")
     with open(tmp / "grades.csv", newline="") as f:
         rows = {(r["student_id"], r["assignment"]): r for r in csv.DictReader(f)}
-    print(f"\nautograde: {len(CORPUS)} submissions in {seconds:.1f} s")
+    print(f"\nautograde: {len(corpus)} submissions in {seconds:.1f} s")
     return {"course": course, "rows": rows, "log": log.stdout + log.stderr}
 
 
@@ -123,6 +129,67 @@ def test_each_failed_cell_says_what_failed(graded, sub):
 def test_hostile_submissions_and_only_they_are_flagged_for_review(graded, sub):
     reason = graded["rows"][sub.student, sub.assignment]["needs_review"]
     assert bool(reason) == sub.flagged, reason
+
+
+@pytest.mark.parametrize("sub", [s for s in CORPUS if s.reasons],
+                         ids=[f"{s.student}-{s.assignment[:4]}" for s in CORPUS if s.reasons])
+def test_each_flag_names_its_reason(graded, sub):
+    reason = graded["rows"][sub.student, sub.assignment]["needs_review"]
+    missing = [r for r in sub.reasons if r not in reason]
+    assert not missing, reason
+
+
+def by_name(student: str):
+    return next(s for s in CORPUS if s.student == student)
+
+
+def test_a_cell_nested_too_deep_to_parse_is_flagged_and_the_other_cells_graded(graded):
+    for student in ("nested_too_deep", "nested_in_answer"):
+        sub = by_name(student)
+        assert "nested too deep" in graded["rows"][student, sub.assignment]["needs_review"]
+        test_each_submission_gets_the_points_it_earns(graded, sub)
+
+
+def test_a_cell_claiming_an_unknown_grade_id_is_flagged_and_the_known_cells_graded(graded):
+    for student in ("unknown_grade_cell", "unknown_solution_cell", "renames_test_cell"):
+        sub = by_name(student)
+        assert "which this set does not have" in graded["rows"][student, sub.assignment][
+            "needs_review"]
+        test_each_submission_gets_the_points_it_earns(graded, sub)
+
+
+def test_a_deleted_test_cell_is_added_back_and_graded_as_the_answer_earns(graded):
+    for student, cell in (("deletes_test_cell", "test_predict_divided"),
+                          ("deletes_failing_test", "test_read_out_one_query"),
+                          ("renames_test_cell", "test_read_out_many_queries")):
+        sub = by_name(student)
+        texts = outputs_of(graded["course"], sub)
+        assert cell in texts, f"{student}: {cell} was not added back"
+        want = sub.expect.get(cell, "correct")
+        assert want in texts[cell], texts[cell]
+        assert "added it back" in graded["rows"][student, sub.assignment]["needs_review"]
+
+
+def test_a_right_bfloat16_or_float16_torch_answer_gets_its_points(graded):
+    for student in ("bf16_masks", "bf16_grads"):
+        sub = by_name(student)
+        row = graded["rows"][student, sub.assignment]
+        assert float(row["score"]) == sum(points(graded["course"], sub.assignment).values())
+
+
+def test_a_wrong_bfloat16_answer_fails_with_its_named_mistake(graded):
+    for student, cell, words in (("bf16_kqt", "test_masked_attention", "transposed"),
+                                 ("bf16_diagonal_only", "test_softmax_grad", "diagonal")):
+        sub = by_name(student)
+        assert words in outputs_of(graded["course"], sub)[cell]
+
+
+def test_tampering_spellings_are_flagged_and_the_grade_is_unchanged(graded):
+    for student in ("numpy_alias", "getattr_globals", "os_level_imports", "magic_hides_import",
+                    "reads_predictions"):
+        sub = by_name(student)
+        test_each_flag_names_its_reason(graded, sub)
+        test_each_submission_gets_the_points_it_earns(graded, sub)
 
 
 def test_no_feedback_shows_a_hidden_line(graded):

@@ -112,13 +112,30 @@ def _copied(args: tuple) -> tuple:
     return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
 
 
+class BFloat16Values(np.ndarray):
+    """The numbers of a bfloat16 answer, held as float32 (NumPy has no bfloat16): a
+    comparison allows bfloat16's rounding (:func:`tolerance`), not float32's."""
+
+    eps = 2.0 ** -7  # bfloat16 keeps 8 significant bits
+
+    def __array_finalize__(self, obj) -> None:  # a slice or a copy stays bfloat16
+        return None
+
+
+def bfloat16_values(arr: np.ndarray) -> BFloat16Values:
+    return np.ascontiguousarray(arr, dtype=np.float32).view(BFloat16Values)
+
+
 def as_numbers(x):
     """An answer's output as a NumPy array (torch tensors and tuples too), or ``x``
-    itself when it is not array-like (e.g. ``None``)."""
+    itself when it is not array-like (e.g. ``None``). A bfloat16 tensor becomes
+    :class:`BFloat16Values` (its float32 numbers, compared at bfloat16's precision)."""
+    if isinstance(x, BFloat16Values):
+        return x
     if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
         x = x.detach().cpu()
         if str(x.dtype) == "torch.bfloat16":  # NumPy has no bfloat16
-            x = x.float()
+            return bfloat16_values(x.float().numpy())
         x = x.numpy()
     if isinstance(x, (tuple, list)) and any(type(i).__module__.startswith("torch") for i in x):
         x = [as_numbers(i) for i in x]
@@ -129,17 +146,35 @@ def as_numbers(x):
     return x if arr.dtype == object else arr
 
 
+# How many of its own epsilons an answer in a narrow float type may be off, relative to the
+# size of the expected values: float32 (eps 2^-23) gets 64; the 16-bit types (float16, eps
+# 2^-10; bfloat16, eps 2^-7) get 8, since 64 of their epsilons (0.06, 0.5) would let
+# mistakes through. Right bfloat16 and float16 answers of the tasks that allow torch were off
+# by at most 1.05 of their eps on the graded cases (tests/test_grading.py asserts under 2);
+# a bfloat16 softmax fails the large-logits cases honestly: 999 and 1000 are one bfloat16.
+ULPS = {4: 64, 2: 8}
+
+
+def answer_eps(got) -> float:
+    """The rounding unit of the float type the answer computed in (0 for float64)."""
+    if isinstance(got, BFloat16Values):
+        return got.eps
+    kind = got.dtype if got.dtype.kind == "f" else np.dtype(np.float64)
+    return float(np.finfo(kind).eps) if kind.itemsize < 8 else 0.0
+
+
 def tolerance(got: np.ndarray, expected: np.ndarray, atol: float, rtol: float):
     """``(atol, rtol)`` for comparing ``got`` with ``expected``: at least the given ones, and
-    wide enough for rounding in the answer's own float type (float32, float16), scaled by
-    the size of the expected values (a right float32 answer passes)."""
-    kind = got.dtype if got.dtype.kind == "f" else np.dtype(np.float64)
-    eps = float(np.finfo(kind).eps) if kind.itemsize < 8 else 0.0
+    wide enough for rounding in the answer's own float type (float32: 64 epsilons; float16
+    and bfloat16: 8), scaled by the size of the expected values (a right float32 answer
+    passes)."""
+    eps = answer_eps(got)
     if eps:
+        ulps = ULPS[2] if eps >= 2.0 ** -10 else ULPS[4]
         finite = np.abs(expected[np.isfinite(expected)]) if expected.size else np.zeros(0)
         scale = max(1.0, float(finite.max())) if finite.size else 1.0
-        atol = max(atol, 64 * eps * scale)
-        rtol = max(rtol, 64 * eps)
+        atol = max(atol, ulps * eps * scale)
+        rtol = max(rtol, ulps * eps)
     return atol, rtol
 
 
@@ -163,7 +198,7 @@ def same(got, expected, atol: float = 1e-6, rtol: float = 1e-6) -> bool:
     if g.dtype.kind not in "iuf" or e.dtype.kind not in "iuf":
         return False
     atol, rtol = tolerance(g, e.astype(np.float64), atol, rtol)
-    g, e = g.astype(np.float64), e.astype(np.float64)
+    g, e = g.view(np.ndarray).astype(np.float64), e.astype(np.float64)
     both_nan = np.isnan(g) & np.isnan(e)
     finite = np.isfinite(e)
     with np.errstate(invalid="ignore"):
@@ -210,7 +245,8 @@ def show(x, width: int = 300) -> str:
         text = np.array2string(arr, precision=4, suppress_small=True, threshold=40,
                                separator=", ")
         text = " ".join(text.split())
-        shape = f" (shape {arr.shape}, {arr.dtype})" if arr.ndim else ""
+        dtype = "bfloat16" if isinstance(arr, BFloat16Values) else arr.dtype
+        shape = f" (shape {arr.shape}, {dtype})" if arr.ndim else ""
         return (text if len(text) <= width else text[: width - 3] + "...") + shape
     text = repr(x)
     return text if len(text) <= width else text[: width - 3] + "..."

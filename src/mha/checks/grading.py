@@ -25,7 +25,14 @@ import json
 
 import numpy as np
 
-from ._core import CheckFailed, NotAttempted, RecordedError, error_text, judge_prediction
+from ._core import (
+    CheckFailed,
+    NotAttempted,
+    RecordedError,
+    bfloat16_values,
+    error_text,
+    judge_prediction,
+)
 from ._tasks import Observation, Task, observe
 
 MIME = "application/vnd.mha.grading+json"
@@ -90,8 +97,9 @@ def encode(x, depth: int = 0):
         import torch
 
         t = torch.Tensor.cpu(torch.Tensor.detach(x))
-        if _str(t.dtype) == "torch.bfloat16":
-            t = torch.Tensor.float(t)
+        if _str(t.dtype) == "torch.bfloat16":  # NumPy has none: its numbers, marked
+            return {**encode(torch.Tensor.numpy(torch.Tensor.float(t)), depth + 1),
+                    "bfloat16": True}
         return encode(torch.Tensor.numpy(t), depth + 1)
     if x is None or kind in (bool, int, str):
         return x
@@ -138,6 +146,8 @@ def decode(x):
         if "array" in x:
             arr = np.frombuffer(base64.b64decode(x["b64"]), dtype=np.dtype(x["array"]))
             arr = arr.reshape(x["shape"]).copy()
+            if x.get("bfloat16") and arr.dtype == np.float32:
+                return bfloat16_values(arr)  # compared at bfloat16's precision
             return arr[()] if x.get("scalar") else arr
         if "repr" in x:
             return Opaque(str(x["repr"]), str(x.get("type", "object")))

@@ -135,7 +135,7 @@ def _judge_dropout(task, cases, outcomes) -> str:
                               f"{expected_eval.shape} output of attention; got "
                               f"{show(got[0], 120)} {where}.")
         outs = np.stack([o.astype(np.float64) for o in outs])
-        atol, _ = tolerance(np.asarray(as_numbers(got[0])), expected_eval, 1e-6, 1e-6)
+        atol, _ = tolerance(as_numbers(got[0]), expected_eval, 1e-6, 1e-6)
         differ = not all(np.array_equal(o, outs[0]) for o in outs[1:])
         if mode == "eval":
             if differ:
