@@ -173,7 +173,9 @@ STUDENTS = [
     ("exception", M, {"masked_attention": RAISES}, None, 4),
     ("infinite_loop", M, {"causal": INFINITE_LOOP}, None, 5),
     ("edits_locked_cell", M, PARTLY, edit_locked_tests, 4),
-    ("deletes_cells", M, {}, delete_cells, 5),
+    # The deleted broadcast test is added back and run: the right answer earns its point;
+    # the deleted to_sdpa answer earns nothing (7 - 1).
+    ("deletes_cells", M, {}, delete_cells, 6),
     ("tampers_with_checks", M, PARTLY, tamper_first_answer, 4),
     ("tampers_and_masks_after_softmax", M, {"masked_attention": MASK_AFTER_SOFTMAX},
      tamper_first_answer, 4),
