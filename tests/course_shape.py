@@ -14,8 +14,7 @@ LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 GOING_DEEPER = "## Going deeper"
 MAX_WORDS, MAX_CELLS = 2000, 50
 
-_DISPLAY_MATH = re.compile(r"\$\$.*?\$\$", re.S)
-_INLINE_MATH = re.compile(r"(?<!\\)\$[^$\n]+?(?<!\\)\$")
+_INLINE_MATH = re.compile(r"\$[^$]*\$")  # "$$" pairs match empty: display math stays
 _SOLUTION = re.compile(r"<summary>\s*Solution\s*</summary>\s*```python\n(.*?)```", re.S)
 
 
@@ -52,12 +51,10 @@ def deeper_heading(nb) -> dict | None:
 
 def prose_words(text: str) -> int:
     """Words in one markdown cell as the issue counts them: every whitespace-separated
-    token once ``$$...$$`` and ``$...$`` math is taken out. Fenced code (the your-turn
-    solutions), HTML tags, list bullets and table bars all count: a stricter count than a
-    reader's, so no honest recount finds more."""
-    for pattern in (_DISPLAY_MATH, _INLINE_MATH):
-        text = pattern.sub(" ", text)
-    return len(text.split())
+    token once inline math (``$...$``) is taken out. Display math's content, fenced code
+    (the your-turn solutions), HTML tags, list bullets and table bars all count: a stricter
+    count than a reader's, so no honest recount finds more."""
+    return len(_INLINE_MATH.sub(" ", text).split())
 
 
 def core_words(nb) -> int:

@@ -96,11 +96,11 @@ def test_every_lesson_from_01_draws_the_map_of_the_computation(path):
         f"{path.name}: the lesson opens with mha.plot.computation_map(...)")
 
 
-def test_prose_words_leave_out_only_math():
-    text = ("The weights $w_j$ sum to 1:\n$$\\sum_j w_j = 1$$\n- <b>bold</b>\n```python\n"
-            "x = 1\n```\n")
-    # The weights sum to 1: | - <b>bold</b> | ```python x = 1 ```
-    assert prose_words(text) == 12
+def test_prose_words_leave_out_only_inline_math():
+    text = ("The weights $w_j$ sum to 1:\n$$\\sum_j w_j = 1$$\n- <b>bold</b>\n"
+            "```python\nx = 1\n```\n")
+    # The weights sum to 1: | \sum_j w_j = 1 | - <b>bold</b> | ```python x = 1 ```
+    assert prose_words(text) == 16
 
 
 def test_only_pins_sees_asserts_and_their_continuation_lines():
