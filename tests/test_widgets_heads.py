@@ -7,6 +7,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import base64  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -167,17 +169,76 @@ def test_the_picture_has_its_natural_size_and_the_image_is_shown_at_it(explorer)
 
     from PIL import Image
 
-    width, height = Image.open(io.BytesIO(explorer.image.value)).size
+    width, height = Image.open(io.BytesIO(explorer.png)).size
     assert (width, height) == (round(FIGSIZE[0] * 100), round(FIGSIZE[1] * 100))
     assert (explorer.image.layout.width, explorer.image.layout.height) == (
         f"{width}px", f"{height}px")
 
 
-def test_a_view_seen_before_sends_the_same_picture_again(explorer):
-    first = explorer.image.value
-    explorer.head_box.value = 3
-    explorer.head_box.value = 0
-    assert explorer.image.value == first
+def test_every_head_has_its_picture_in_a_stack_of_layers_of_stacks_of_heads(explorer):
+    for layer, stack in enumerate(explorer.pictures.children):
+        for head, view in enumerate(stack.children):
+            explorer.layer_box.value, explorer.head_box.value = layer, head
+            assert view.children == (explorer.image, explorer.caption)
+            assert explorer.image.value == b"data:image/png;base64," + base64.b64encode(
+                explorer.png)
+            assert explorer.caption.value == explorer.caption_text(explorer.state)
+
+
+def test_the_dropdowns_switch_the_stacks_in_the_browser(explorer):
+    # jslink: the browser sets selected_index from the dropdown's index, no kernel round trip
+    links = [(link.source, link.target) for link in explorer._links]
+    assert links == [((explorer.layer_box, "index"), (explorer.pictures, "selected_index"))] + [
+        ((explorer.head_box, "index"), (stack, "selected_index"))
+        for stack in explorer.pictures.children]
+    assert explorer.pictures.selected_index == 1
+    assert {stack.selected_index for stack in explorer.pictures.children} == {0}
+
+
+def test_every_heads_picture_differs(explorer):
+    pictures = {explorer.view_png(layer, head) for layer in range(2) for head in range(4)}
+    assert len(pictures) == 8
+
+
+def sent_pictures(explorer, act) -> list:
+    """The (layer, head) of every picture sent to the browser while ``act()`` runs, in order."""
+    sent = []
+    watchers = {view: (lambda change, view=view: sent.append(view))
+                for view in explorer._views}
+    for view, watch in watchers.items():
+        explorer._views[view][0].observe(watch, names="value")
+    try:
+        act()
+    finally:
+        for view, watch in watchers.items():
+            explorer._views[view][0].unobserve(watch, names="value")
+    return sent
+
+
+def test_a_pick_sends_no_picture(explorer):
+    def pick():
+        explorer.head_box.value = 3
+        explorer.layer_box.value = 0
+
+    assert sent_pictures(explorer, pick) == []
+    assert explorer.state["head"] == 3 and explorer.caption.value.startswith("layer 0, head 3")
+
+
+def test_new_letters_send_every_picture_the_picked_one_first(explorer):
+    explorer.head_box.value = 2
+
+    def type_letters():
+        explorer.letters_box.value = "ABCDABCD"
+
+    sent = sent_pictures(explorer, type_letters)
+    assert sent[0] == (1, 2) and sorted(sent) == sorted(explorer._views)
+
+
+def test_letters_seen_before_bring_back_the_same_pictures(explorer):
+    first = explorer.png
+    explorer.sequence_box.value = "random block twice (seed 1)"
+    explorer.sequence_box.value = "MULTIHEAD twice"
+    assert explorer.png == first
 
 
 def test_the_fast_render_matches_a_full_matplotlib_draw(explorer):
@@ -186,7 +247,7 @@ def test_the_fast_render_matches_a_full_matplotlib_draw(explorer):
     from PIL import Image
 
     explorer.head_box.value = 2
-    fast = np.asarray(Image.open(io.BytesIO(explorer.image.value)).convert("RGB")).astype(int)
+    fast = np.asarray(Image.open(io.BytesIO(explorer.png)).convert("RGB")).astype(int)
     explorer.im.set_visible(True)
     buffer = io.BytesIO()
     explorer.figure.savefig(buffer, format="png", dpi=explorer.dpi)
@@ -241,7 +302,7 @@ def test_caption_is_stable_text(explorer):
     assert explorer.caption.value.endswith("no repeat in the input")
 
 
-def test_a_redraw_changes_the_image(explorer):
-    before = explorer.image.value
+def test_a_pick_shows_another_picture(explorer):
+    before = explorer.png
     explorer.head_box.value = 1
-    assert explorer.image.value != before
+    assert explorer.png != before

@@ -1,12 +1,15 @@
 """Lesson 06 in a real browser, on a 1440 x 900 screen: it runs, and its HeadExplorer fits the
-screen with its controls, is drawn sharp (one PNG pixel per screen pixel), redraws in under
-100 ms as the browser sees it, and answers each control.
+screen with its controls, is drawn sharp (one PNG pixel per screen pixel), shows a picked
+layer or head in under 100 ms as the browser sees it, shows the kernel's picture for that
+(layer, head), and answers each control.
 
 The stored outputs are cleared first, so the explorer seen here is a live widget of this run's
 kernel. Tests pick options the way a person does (the <select> of a dropdown, typing into the
 letters box), then check the caption and that the image shows different bytes (SHA-256 of the
-PNG behind the <img>, not just a new blob: URL). Tests act relative to the current state, so
-each also passes alone (``-k``) or in another order.
+PNG behind the <img>, not just a new blob: URL). Every head's picture is in the page, in
+ipywidgets Stacks that show only the picked one: a pick puts a new <img> in the page (the
+browser switches it, no round trip to the kernel), so tests read the one visible <img>. Tests
+act relative to the current state, so each also passes alone (``-k``) or in another order.
 """
 
 from __future__ import annotations
@@ -26,11 +29,9 @@ CAPTION = re.compile(r"layer (\d+), head (\d+): previous-token score ([\d.]+), "
                      r"removed\))?")
 NO_REPEAT = "18 letters, no repeat (seed 2)"  # mha.widgets.heads.SEQUENCES
 REDRAW_BUDGET_MS = 100
-# A redraw slower than this is a regression whatever the machine (the picture once took
-# 1,004 px and 0.5-1.1 s); between this and the budget the test records an xfail with the
-# numbers: measured in Chromium here the median was 80 ms at load 0.1 and 100-112 ms at
-# load 1-3 on 2 cores, so under 100 ms is not yet reliable (issue 19 says so).
-REDRAW_CEILING_MS = 250
+# New letters or a removed head need the model and a full draw in the kernel; the picked view
+# is drawn and sent first. Measured, not budgeted: a ceiling only catches a regression.
+NEW_INPUT_CEILING_MS = 2000
 
 # Run All has ended when every code cell that shows a prompt shows a number. Check cells are
 # stored collapsed (their source hidden), and a collapsed cell shows an empty prompt, so the
@@ -42,18 +43,23 @@ NONE_NUMBERED = (f"() => {{ const p = {SHOWN_PROMPTS}; "
 ALL_NUMBERED = (f"() => {{ const p = {SHOWN_PROMPTS}; "
                 r"return p.length > 0 && p.every(t => /^\[\d+\]:$/.test(t)); }")
 
-# Time one redraw as the page sees it: from the <select>'s change event to the new picture
-# decoded in the <img> (the kernel computes, renders and sends the PNG in between).
-TIMED_PICK = r"""async ([select, img, index]) => {
-    const before = img.src;
+# Time one pick as the page sees it: from the <select>'s change event to a new picture decoded
+# in the visible <img> (a new <img> element for a layer or head pick, a new src for new
+# letters). Resolves -1 if nothing arrives within 10 s.
+TIMED_PICK = r"""async ([box, select, index]) => {
+    const before = box.querySelector('img.widget-image');
+    const srcBefore = before && before.src;
     const start = performance.now();
     const shown = new Promise((resolve) => {
-        const observer = new MutationObserver(() => {
-            if (img.src === before) return;
+        const check = () => {
+            const img = box.querySelector('img.widget-image');
+            if (!img || !img.src || (img === before && img.src === srcBefore)) return;
             observer.disconnect();
             img.decode().catch(() => null).then(() => resolve(performance.now() - start));
-        });
-        observer.observe(img, {attributes: true, attributeFilter: ['src']});
+        };
+        const observer = new MutationObserver(check);
+        observer.observe(box, {childList: true, subtree: true, attributes: true,
+                               attributeFilter: ['src']});
     });
     const late = new Promise((resolve) => setTimeout(() => resolve(-1), 10000));
     select.selectedIndex = index;
@@ -95,6 +101,11 @@ def dropdown(box, description: str):
         "select")
 
 
+def picture(box):
+    """The visible picture (a Stack keeps only the picked view's <img> in the page)."""
+    return box.locator("img.widget-image:visible")
+
+
 def letters_box(box):
     return box.locator(".widget-text", has_text="letters").locator("input")
 
@@ -113,7 +124,7 @@ def selected(box, description: str) -> str:
 
 def change_and_wait(lab_page, box, act, message: str):
     """Run ``act()`` (a person's action); wait for a new caption and a new picture."""
-    image = box.locator("img.widget-image")
+    image = picture(box)
     before, src_before = caption_of(box).group(0), image.get_attribute("src")
     digest_before = lab_page.image_digest(image)
     act()
@@ -144,8 +155,9 @@ def test_head_explorer_renders_its_controls_an_image_and_a_caption(lesson_06_ran
     for description in ("layer", "head", "remove", "input"):
         assert dropdown(box, description).is_visible(), description
     assert letters_box(box).is_visible()
-    image = box.locator("img.widget-image")
+    image = picture(box)
     image.wait_for(state="visible")
+    assert box.locator("img.widget-image").count() == 1  # the other views are not in the page
     assert image.evaluate("img => img.complete && img.naturalWidth > 100")
     assert caption_of(box).group(1) == selected(box, "layer")
 
@@ -161,7 +173,7 @@ def test_the_explorer_and_its_controls_fit_a_1440_x_900_screen(lesson_06_ran):
     assert drawn["x"] >= area["x"] and drawn["x"] + drawn["width"] <= area["x"] + area["width"], (
         f"the explorer spans x {drawn['x']:.0f}..{drawn['x'] + drawn['width']:.0f}; the "
         f"notebook {area['x']:.0f}..{area['x'] + area['width']:.0f}")
-    for part in (dropdown(box, "layer"), letters_box(box), box.locator("img.widget-image"),
+    for part in (dropdown(box, "layer"), letters_box(box), picture(box),
                  box.locator(".widget-html-content")):
         shown = part.bounding_box()
         assert area["y"] <= shown["y"] and shown["y"] + shown["height"] <= area["y"] + area[
@@ -169,7 +181,7 @@ def test_the_explorer_and_its_controls_fit_a_1440_x_900_screen(lesson_06_ran):
 
 
 def test_the_picture_is_shown_at_its_own_pixel_size(lesson_06_ran):
-    image = explorer(lesson_06_ran).locator("img.widget-image")
+    image = picture(explorer(lesson_06_ran))
     natural, shown, ratio = image.evaluate(
         "img => [[img.naturalWidth, img.naturalHeight], [img.clientWidth, img.clientHeight], "
         "window.devicePixelRatio]")
@@ -178,28 +190,67 @@ def test_the_picture_is_shown_at_its_own_pixel_size(lesson_06_ran):
         f"(device pixel ratio {ratio}): scaled, so blurred")
 
 
-def test_a_redraw_takes_under_100_ms_in_the_browser(lesson_06_ran):
-    box = explorer(lesson_06_ran)
-    select = dropdown(box, "head").element_handle()
-    image = box.locator("img.widget-image").element_handle()
+def timed_picks(lab_page, description: str, picks: int = 9) -> list[float]:
+    """Milliseconds from each of ``picks`` picks of the next option of dropdown
+    ``description`` to its picture decoded in the page."""
+    box = explorer(lab_page)
+    output, select = box.element_handle(), dropdown(box, description).element_handle()
     n_options = select.evaluate("s => s.options.length")
-    start = select.evaluate("s => s.selectedIndex")
     times = []
-    for step in range(1, 10):
-        times.append(lesson_06_ran.page.evaluate(TIMED_PICK, [select, image,
-                                                              (start + step) % n_options]))
-    assert -1 not in times, f"a redraw never arrived within 10 s: {times}"
+    for _ in range(picks):
+        index = (select.evaluate("s => s.selectedIndex") + 1) % n_options
+        times.append(lab_page.page.evaluate(TIMED_PICK, [output, select, index]))
+        lab_page.wait_until_idle()  # the kernel has taken the pick in before the next one
+    assert -1 not in times, f"a picture never arrived within 10 s: {times}"
+    return times
+
+
+@pytest.mark.parametrize("description", ["head", "layer"])
+def test_a_picked_layer_or_head_shows_in_under_100_ms_in_the_browser(lesson_06_ran,
+                                                                     description):
+    times = timed_picks(lesson_06_ran, description)
     median = statistics.median(times)
-    # The first visit of a view draws it; a view seen before is sent again from the cache.
-    print(f"head explorer redraw in the browser: median {median:.0f} ms over {len(times)} "
-          f"picks, the first three (new views) {[round(t) for t in times[:3]]} ms, "
-          f"then {[round(t) for t in times[3:]]} ms")
     load, cores = os.getloadavg()[0], os.cpu_count() or 1
-    assert median < REDRAW_CEILING_MS, f"median redraw {median:.0f} ms: {times}"
-    if median >= REDRAW_BUDGET_MS:
-        # Browser, server and kernel share the CPUs: the round trip is near the budget here.
-        pytest.xfail(f"median redraw {median:.0f} ms (budget {REDRAW_BUDGET_MS}) with load "
-                     f"average {load:.1f} on {cores} cores: {[round(t) for t in times]} ms")
+    print(f"{description} pick to picture in the browser: median {median:.0f} ms over "
+          f"{len(times)} picks {[round(t) for t in times]} ms (load average {load:.1f} on "
+          f"{cores} cores)")
+    assert median < REDRAW_BUDGET_MS, f"median {median:.0f} ms: {[round(t) for t in times]}"
+
+
+def test_new_letters_show_the_picked_view_first(lesson_06_ran):
+    # The kernel draws and sends the picked head's picture before the 7 others.
+    times = timed_picks(lesson_06_ran, "input", picks=3)
+    print(f"new input to picture in the browser: {[round(t) for t in times]} ms (load average "
+          f"{os.getloadavg()[0]:.1f})")
+    assert max(times) < NEW_INPUT_CEILING_MS, times
+
+
+def test_each_pick_shows_the_kernels_picture_for_that_layer_and_head(lesson_06_ran):
+    import hashlib
+
+    from mha.widgets import HeadExplorer
+
+    box = explorer(lesson_06_ran)
+    # The same model, letters and removed head in this process: the same PNG bytes.
+    expected = HeadExplorer()
+    expected.letters_box.value = letters_box(box).input_value()
+    removed = re.fullmatch(r"layer (\d), head (\d)", selected(box, "remove"))
+    expected.removed_box.value = tuple(int(g) for g in removed.groups()) if removed else ()
+    digests = {(layer, head): hashlib.sha256(expected.view_png(layer, head)).hexdigest()
+               for layer in range(2) for head in range(4)}
+    assert len(set(digests.values())) == len(digests)  # every head's picture differs
+    for layer, head in digests:
+        for description, label, group in (("layer", layer, 1), ("head", head, 2)):
+            if caption_of(box).group(group) != str(label):
+                dropdown(box, description).select_option(label=str(label))
+        want = (str(layer), str(head))
+        shown = lesson_06_ran.wait_until(
+            lambda want=want: caption_of(box).group(1, 2) == want
+            and lesson_06_ran.image_digest(picture(box)), 15,
+            f"layer {layer}, head {head} was not shown")
+        names = [view for view, digest in digests.items() if digest == shown]
+        assert names == [(layer, head)], (
+            f"picked layer {layer}, head {head}; the page shows the picture of {names}")
 
 
 def test_picking_another_head_redraws_that_heads_map(lesson_06_ran):

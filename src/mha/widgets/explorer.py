@@ -71,16 +71,11 @@ class Explorer:
         self.controls = list(controls)
         self.figure = Figure(figsize=figsize, dpi=self.dpi)  # no pyplot: no global state
         FigureCanvasAgg(self.figure)
-        self.image = widgets.Image(format="png")
         self._background = None  # the static part of the figure, once drawn (blitting)
-        self.caption = widgets.HTML()
         self.state: dict = {}
         self.redraw_seconds: list[float] = []
         self.setup_figure()
-        width, _ = self.image_size
-        # Natural size: a flex box would otherwise stretch the PNG to the page's width (blurry);
-        # max_width lets a narrow page shrink it without distortion.
-        self.image.layout = widgets.Layout(width=f"{width}px", max_width="100%", height="auto")
+        self.build_picture()
         for control in self.controls:
             control.observe(self._on_change, names="value")
         self.box = self.build_box()
@@ -102,6 +97,15 @@ class Explorer:
     def animated_artists(self) -> list:
         """The artists :meth:`draw` changes; empty (the default) means redraw everything."""
         return []
+
+    def build_picture(self) -> None:
+        """Create ``self.image`` (the PNG, at its natural size) and ``self.caption``."""
+        self.image = widgets.Image(format="png")
+        width, _ = self.image_size
+        # Natural size: a flex box would otherwise stretch the PNG to the page's width (blurry);
+        # max_width lets a narrow page shrink it without distortion.
+        self.image.layout = widgets.Layout(width=f"{width}px", max_width="100%", height="auto")
+        self.caption = widgets.HTML()
 
     def build_box(self) -> widgets.Box:
         """Arrange controls, image and caption; override for a custom layout."""
@@ -147,12 +151,17 @@ class Explorer:
                 self.figure.draw_artist(artist)
         return png_bytes(np.asarray(canvas.buffer_rgba()))
 
+    @property
+    def png(self) -> bytes:
+        """The picture shown, as PNG bytes."""
+        return self.image.value
+
     def summary(self) -> str:
         """Short stable text; the ``text/plain`` of the displayed explorer."""
         return f"{type(self).__name__}: {self.caption_text(self.state)}"
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.box._repr_mimebundle_(**kwargs)
-        bundle["image/png"] = base64.b64encode(self.image.value).decode("ascii")
+        bundle["image/png"] = base64.b64encode(self.png).decode("ascii")
         bundle["text/plain"] = self.summary()
         return bundle
