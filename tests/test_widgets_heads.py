@@ -180,8 +180,8 @@ def test_every_head_has_its_picture_in_a_stack_of_layers_of_stacks_of_heads(expl
         for head, view in enumerate(stack.children):
             explorer.layer_box.value, explorer.head_box.value = layer, head
             assert view.children == (explorer.image, explorer.caption)
-            assert explorer.image.value == b"data:image/png;base64," + base64.b64encode(
-                explorer.png)
+            assert explorer.image.value == b"data:image/webp;base64," + base64.b64encode(
+                explorer.picture(layer, head))
             assert explorer.caption.value == explorer.caption_text(explorer.state)
 
 
@@ -196,7 +196,7 @@ def test_the_dropdowns_switch_the_stacks_in_the_browser(explorer):
 
 
 def test_every_heads_picture_differs(explorer):
-    pictures = {explorer.view_png(layer, head) for layer in range(2) for head in range(4)}
+    pictures = {explorer.picture(layer, head) for layer in range(2) for head in range(4)}
     assert len(pictures) == 8
 
 

@@ -231,12 +231,12 @@ def test_each_pick_shows_the_kernels_picture_for_that_layer_and_head(lesson_06_r
     from mha.widgets import HeadExplorer
 
     box = explorer(lesson_06_ran)
-    # The same model, letters and removed head in this process: the same PNG bytes.
+    # The same model, letters and removed head in this process: the same picture bytes.
     expected = HeadExplorer()
     expected.letters_box.value = letters_box(box).input_value()
     removed = re.fullmatch(r"layer (\d), head (\d)", selected(box, "remove"))
     expected.removed_box.value = tuple(int(g) for g in removed.groups()) if removed else ()
-    digests = {(layer, head): hashlib.sha256(expected.view_png(layer, head)).hexdigest()
+    digests = {(layer, head): hashlib.sha256(expected.picture(layer, head)).hexdigest()
                for layer in range(2) for head in range(4)}
     assert len(set(digests.values())) == len(digests)  # every head's picture differs
     for layer, head in digests:

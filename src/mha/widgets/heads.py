@@ -3,7 +3,7 @@
 The learner can type any letters (``A``-``Z``, 2 to :data:`MAX_LETTERS` of them)
 or pick a preset, and can remove one head (zero what it writes, as
 :func:`mha.induction.without_head` does) to watch the heads that read from it
-change. The picture is drawn at its natural size, 1 PNG pixel per CSS pixel
+change. The picture is drawn at its natural size, 1 picture pixel per CSS pixel
 (:data:`FIGSIZE` at the explorer's 100 dpi), so it stays sharp and, with its
 controls, fits a 1440 x 900 screen.
 """
@@ -148,7 +148,7 @@ class HeadExplorer(Explorer):
         self.model = induction.load_trained("induction_2l_4h") if model is None else model
         self._variants = {None: self.model}
         self._maps: dict = {}
-        self._pictures: dict = {}  # (letters, removed, layer, head) -> PNG bytes
+        self._pictures: dict = {}  # (letters, removed, layer, head) -> WebP bytes
         self._letters = sequence_letters(sequence)
         # "nothing" is the empty tuple, not None: a Dropdown whose value is None shows no
         # selection in the browser.
@@ -279,11 +279,16 @@ class HeadExplorer(Explorer):
 
     @property
     def png(self) -> bytes:
-        """The picked (layer, head)'s picture as PNG bytes (its ``image`` holds a data URL)."""
-        return self.view_png(self.layer_box.value, self.head_box.value)
+        """The picked (layer, head)'s picture as PNG (the stored output's ``image/png``)."""
+        from PIL import Image
 
-    def view_png(self, layer: int, head: int) -> bytes:
-        """The PNG bytes the picture of ``(layer, head)`` shows now."""
+        buffer = io.BytesIO()
+        Image.open(io.BytesIO(self.picture(self.layer_box.value, self.head_box.value))).save(
+            buffer, format="png")
+        return buffer.getvalue()
+
+    def picture(self, layer: int, head: int) -> bytes:
+        """The lossless WebP bytes the picture of ``(layer, head)`` shows now."""
         with self._lock:
             return self._shown[layer, head][1]
 
@@ -315,22 +320,25 @@ class HeadExplorer(Explorer):
                         self.draw(state)
                         self._pictures[key] = self.render(state)
                     self._shown[view] = (key, self._pictures[key])
-                    image.value = b"data:image/png;base64," + base64.b64encode(
+                    image.value = b"data:image/webp;base64," + base64.b64encode(
                         self._pictures[key])
                 caption.value = self.caption_text(state)
             self.draw(self.state)  # the figure's artists describe the picked view
             self.redraw_seconds.append(time.perf_counter() - start)
 
     def render(self, state=None) -> bytes:
-        """The figure as PNG bytes, drawing only what changed.
+        """The figure (drawn from ``state``, default ``self.state``) as lossless WebP bytes,
+        drawing only what changed.
 
         The letters, the colour bar and the axis names are drawn once per input and kept
         as a background. A redraw pastes it back, pastes the title (each title text is
         drawn once), writes the map's cells straight into the pixel buffer (one block of
         pixels per cell, the colours of ``self.im``) and draws the squares on top. A full
         matplotlib draw of this figure took 50-170 ms of CPU on a busy 2-core machine,
-        most of it the 60 letters and the image resampling; this takes about 15 ms,
-        most of it the PNG encoding.
+        most of it the 60 letters and the image resampling; this takes about 40 ms of CPU,
+        most of it the title's letters (22 ms) and the encoding (24 ms). Lossless WebP, not
+        PNG: 11 KB where zlib-1 PNG took 28 KB (and 11 ms), and the notebook stores every
+        head's picture (all 8 as PNG data: URLs pushed lesson 06 past 1 MB).
         """
         from PIL import Image
 
@@ -364,7 +372,8 @@ class HeadExplorer(Explorer):
         pixels[height - y1:height - y0, x0:x1] = cells[rows][:, cols]
         self.ax.draw_artist(self.marks)
         buffer = io.BytesIO()
-        Image.fromarray(pixels[..., :3]).save(buffer, format="png", compress_level=1)
+        Image.fromarray(pixels[..., :3]).save(buffer, format="webp", lossless=True, method=3,
+                                              quality=0)
         return buffer.getvalue()
 
     def _title_strip(self):
@@ -376,16 +385,16 @@ class HeadExplorer(Explorer):
     def build_picture(self):
         """One picture and caption per (layer, head), in a Stack of layers of Stacks of heads
         whose ``selected_index`` follows the dropdowns in the browser (see the class)."""
-        # The PNG shown at its own pixel size: stretched to the output's width it blurs.
+        # The picture shown at its own pixel size: stretched to the output's width it blurs.
         width, height = (round(s * self.dpi) for s in FIGSIZE)
         self._views: dict = {}  # (layer, head) -> (Image, HTML)
-        self._shown: dict = {}  # (layer, head) -> (key, PNG bytes) of the picture it shows
+        self._shown: dict = {}  # (layer, head) -> (key, WebP bytes) of the picture it shows
         layers = []
         for layer in range(self.model.n_layers):
             heads = []
             for head in range(self.model.n_heads):
-                # A data: URL, not PNG bytes: the browser shows an <img> of a data: URL at
-                # once, where PNG bytes become a blob: URL each new view fetches first (a
+                # A data: URL, not the picture's bytes: the browser shows an <img> of a data:
+                # URL at once, where bytes become a blob: URL each new view fetches first (a
                 # pick's picture showed 35-40 ms after the pick instead of 58-79, median over
                 # 15 picks at load 5-8 here).
                 view = (widgets.Image(format="url", layout={"width": f"{width}px",
