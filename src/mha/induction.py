@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import masks
+from ._checks import check_flag, check_heads, check_token_ids
 
 # Rotary positions are lesson 08's idea too: one implementation, under the name lesson 06 uses.
 from .rope import apply_rope as apply_rotary
@@ -53,8 +54,11 @@ TRAINED = ("induction_2l_1h", "induction_2l_4h")  # shipped weights, in src/mha/
 
 
 def letters(tokens) -> list[str]:
-    """Token ids ``(T,)`` -> their letters, e.g. ``[0, 2] -> ['A', 'C']``."""
-    return [ALPHABET[int(t)] for t in np.asarray(tokens).reshape(-1)]
+    """Token ids ``(T,)`` -> their letters, e.g. ``[0, 2] -> ['A', 'C']``.
+
+    Refuses ids that are not integers or lie outside ``0..25`` (``-1`` would
+    silently read ``'Z'``)."""
+    return [ALPHABET[t] for t in check_token_ids(tokens, len(ALPHABET)).reshape(-1)]
 
 
 def encode(text: str) -> torch.Tensor:
@@ -83,12 +87,13 @@ def repeated_blocks(batch: int, block: int, vocab_size: int = 26, seed=0) -> tor
 class AttentionLayer(nn.Module):
     """Causal self-attention with ``n_heads`` heads: ``q_proj, k_proj, v_proj, out_proj``
     (``nn.Linear``, no bias). ``forward(x (B, T, C), positions (T,))`` returns
-    ``(out (B, T, C), weights (B, H, T, T))``."""
+    ``(out (B, T, C), weights (B, H, T, T))``. Refuses at construction what
+    :func:`mha._checks.check_heads` refuses and a ``rotary`` that is not True / False."""
 
     def __init__(self, d_model: int, n_heads: int, rotary: bool):
         super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}.")
+        d_model, n_heads = check_heads(d_model, n_heads)
+        rotary = check_flag(rotary, "rotary")  # "no" is truthy
         self.n_heads, self.d_head, self.rotary = n_heads, d_model // n_heads, rotary
         self.q_proj, self.k_proj, self.v_proj, self.out_proj = (
             nn.Linear(d_model, d_model, bias=False) for _ in range(4))

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_float_array
+from ._checks import as_float_array, check_flag, check_non_negative_int, check_rng
 from .backward import softmax_jacobian
 from .reference import softmax
 
@@ -66,9 +66,11 @@ def dot_product_variance(d_ks, n_pairs: int, rng: np.random.Generator) -> Varian
     product is then ``d_k`` exactly; the sample estimates it. Results are
     float64.
 
-    Refuses widths that are not positive integers and ``n_pairs < 2`` (a
-    variance needs at least two samples).
+    Refuses widths that are not positive integers, ``n_pairs < 2`` (a
+    variance needs at least two samples) and an ``rng`` that is not a
+    ``np.random.Generator`` (pass ``np.random.default_rng(seed)``).
     """
+    rng = check_rng(rng)
     widths = [_check_width(d) for d in np.atleast_1d(np.asarray(d_ks, dtype=object))]
     if not _is_whole(n_pairs) or n_pairs < 2:
         raise ValueError(
@@ -156,9 +158,11 @@ def scores_at_width(q, k, d_k: int, divide: bool) -> np.ndarray:
     ``sqrt(d_k)`` when ``divide``. Nothing is rescaled by hand: each width is
     its own sample, so a claim such as "divided scores keep a spread of about 1"
     is measured, and can fail. Returns float64 ``(n,)``. Refuses a ``d_k``
-    that is not a positive integer or exceeds ``W``.
+    that is not a positive integer or exceeds ``W``, and a ``divide`` that is
+    not True / False.
     """
     d = _check_width(d_k)
+    divide = check_flag(divide, "divide")  # "no" would divide
     q = as_float_array(q, "q").astype(np.float64)
     k = as_float_array(k, "k").astype(np.float64)
     if q.ndim != 1 or k.ndim != 2 or k.shape[1] != q.shape[0]:
@@ -197,12 +201,16 @@ def jacobian_norms_by_width(seeds, d_ks, divide: bool, n_keys: int = 8) -> np.nd
     :func:`scores_at_width` and the result is the Jacobian norm of their
     softmax. Returns ``(len(seeds), len(d_ks))`` float64: row ``r`` is what the
     scaling explorer draws for ``seed = seeds[r]``, so a median over the rows
-    says what a typical sample does, not what one sample does.
+    says what a typical sample does, not what one sample does. Refuses what
+    :func:`scores_at_width` refuses (``divide`` not True / False included) and
+    seeds that are not non-negative ints.
     """
     widths = [_check_width(d) for d in np.atleast_1d(np.asarray(d_ks, dtype=object))]
+    divide = check_flag(divide, "divide")  # "no" would divide
+    seeds = [check_non_negative_int(s, "a seed") for s in seeds]
     out = np.empty((len(seeds), len(widths)))
     for r, seed in enumerate(seeds):
-        q, k = sample_head(n_keys, max(widths), int(seed))
+        q, k = sample_head(n_keys, max(widths), seed)
         s = np.stack([scores_at_width(q, k, d, divide) for d in widths])  # (W, n)
         top = np.linalg.eigvalsh(softmax_jacobian(softmax(s)))[..., -1]  # (W,)
         out[r] = np.maximum(top, 0.0)
