@@ -34,8 +34,8 @@ from ._decoder_attention import _IMPLS, attention_mask, gqa_attention, repeat_kv
 from .kv_cache import KVCache, LayerCache
 from .rope import apply_rope
 
-__all__ = ["Attention", "Block", "MAX_NEW_TOKENS", "TinyDecoder", "attention_mask", "from_attention_only",
-           "generate", "gqa_attention", "logits_in_chunks", "repeat_kv"]
+__all__ = ["Attention", "Block", "MAX_NEW_TOKENS", "TinyDecoder", "attention_mask",
+           "from_attention_only", "generate", "gqa_attention", "logits_in_chunks", "repeat_kv"]
 
 
 class Attention(nn.Module):
