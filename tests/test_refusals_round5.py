@@ -215,3 +215,123 @@ def test_a_model_step_over_a_cache_holding_nan_is_refused_and_rolled_back():
     for layer, (k, v) in zip(cache.layers, before, strict=True):
         assert torch.equal(layer.k.nan_to_num(), k.nan_to_num())
         assert torch.equal(layer.v, v)
+
+
+# -- found by our own probe (same kinds: flags, seeds, token ids, 1-D inputs, widths) ---------
+
+
+def test_decoder_block_refuses_a_width_other_than_d_model_before_its_norm():
+    block = _model().blocks[0]
+    with pytest.raises(ValueError, match=r"C = d_model = 16; got shape \(2, 3, 15\)"):
+        block(torch.randn(2, 3, 15), torch.arange(3))
+
+
+def test_tiny_decoder_refuses_string_positions_by_name():
+    with pytest.raises(DTypeError, match="positions must be integer, .*got 'ab'"):
+        _model()(torch.tensor([[1, 2]]), positions="ab")
+
+
+def test_logits_in_chunks_refuses_a_padding_that_is_not_a_bool_tensor():
+    with pytest.raises(TypeError, match=r"padding must be a bool tensor \(B, T\) = \(1, 2\)"):
+        decoder.logits_in_chunks(_model(), torch.tensor([[1, 2]]), [2], padding="x")
+
+
+def test_dot_product_variance_refuses_an_empty_list_of_widths():
+    with pytest.raises(ValueError, match="d_ks must list at least one head width"):
+        scaling.dot_product_variance([], 10, np.random.default_rng(0))
+
+
+def test_jacobian_norms_by_width_refuses_a_single_int_for_seeds():
+    with pytest.raises(DTypeError, match=r"seeds must be a list of ints, e.g. range\(1, 101\); "
+                                         r"got 3"):
+        scaling.jacobian_norms_by_width(3, [4], True)
+
+
+@pytest.mark.parametrize("seed", [1.5, "a", -1])
+def test_unit_variance_scores_refuses_a_seed_that_is_not_a_non_negative_int(seed):
+    with pytest.raises((DTypeError, ValueError), match="seed must be a non-negative int"):
+        scaling.unit_variance_scores(8, seed)
+
+
+def test_sample_head_refuses_a_fractional_seed():
+    with pytest.raises(DTypeError, match="seed must be a non-negative int; got 1.5"):
+        scaling.sample_head(8, 16, 1.5)
+
+
+def test_encode_refuses_a_non_string_by_name():
+    with pytest.raises(DTypeError, match="encode takes a string of capital letters A-Z; got 5"):
+        induction.encode(5)
+
+
+@pytest.mark.parametrize(("kw", "words"), [
+    ({"block": "3"}, "block must be a positive int; got '3'"),
+    ({"batch": -1}, "batch must be a non-negative int; got -1"),
+    ({"batch": 2.5}, "batch must be a non-negative int; got 2.5"),
+    ({"seed": 1.5}, "seed must be a non-negative int; got 1.5"),
+])
+def test_repeated_blocks_refuses_sizes_and_seeds_that_are_not_ints(kw, words):
+    args = {"batch": 2, "block": 3} | kw
+    with pytest.raises((DTypeError, ValueError), match=words):
+        induction.repeated_blocks(**args)
+
+
+@pytest.mark.parametrize(("kw", "words"), [
+    ({"vocab_size": "a"}, "vocab_size must be a positive int; got 'a'"),
+    ({"n_layers": 0}, "n_layers must be a positive int; got 0"),
+    ({"positions": "learned", "max_len": 0}, "max_len must be a positive int; got 0"),
+])
+def test_attention_only_refuses_sizes_that_are_not_positive_ints(kw, words):
+    with pytest.raises((DTypeError, ValueError), match=words):
+        induction.AttentionOnly(**kw)
+
+
+def test_attention_only_refuses_positions_given_as_a_list():
+    model = induction.AttentionOnly(d_model=8, n_heads=2)
+    with pytest.raises(ValueError, match=r"positions must be a tensor \(T,\) = \(2,\); got "
+                                         r"\[0, 1\]"):
+        model(torch.tensor([[1, 2]]), positions=[0, 1])
+
+
+def test_attention_only_refuses_negative_learned_positions():
+    model = induction.AttentionOnly(d_model=8, n_heads=2, positions="learned", max_len=8)
+    with pytest.raises(ValueError, match=r"learned positions lie in 0..max_len - 1 = 7; got "
+                                         r"-1..0"):
+        model(torch.tensor([[1, 2]]), positions=torch.tensor([-1, 0]))
+
+
+def test_attention_layer_refuses_a_width_other_than_d_model():
+    layer = induction.AttentionLayer(8, 2, True)
+    with pytest.raises(ValueError, match=r"C = d_model = 8; got \(1, 3, 7\)"):
+        layer(torch.randn(1, 3, 7), torch.arange(3))
+
+
+def test_attention_layer_refuses_integer_x_by_name():
+    layer = induction.AttentionLayer(8, 2, True)
+    with pytest.raises(DTypeError, match="x has dtype torch.int64, the layer's weights "
+                                         "torch.float32"):
+        layer(torch.ones(1, 3, 8, dtype=torch.long), torch.arange(3))
+
+
+def test_without_head_refuses_a_string_layer_index():
+    model = induction.AttentionOnly(d_model=8, n_heads=2)
+    with pytest.raises(DTypeError, match="layer must be a non-negative int; got '0'"):
+        induction.without_head(model, "0", 0)
+
+
+@pytest.mark.parametrize("tokens", [torch.tensor([1, 2, 1, 2]), torch.tensor([[1, 2, 3]])])
+def test_half_losses_refuses_tokens_that_are_not_repeated_blocks_instead_of_nan(tokens):
+    model = induction.AttentionOnly(d_model=8, n_heads=2)
+    with pytest.raises(ValueError, match=r"tokens must be repeated blocks \(B, 2L\) with L >= 2"):
+        induction.half_losses(model, tokens)
+
+
+def test_head_scores_refuses_a_string_block_instead_of_doubling_it_to_22():
+    with pytest.raises(DTypeError, match="block must be a positive int; got '2'"):
+        induction.head_scores(torch.ones(1, 1, 4, 4) / 4, "2")
+
+
+def test_mask_explorer_refuses_a_string_seed_by_name():
+    from mha.widgets import MaskExplorer
+
+    with pytest.raises(DTypeError, match="seed must be a non-negative int; got 'a'"):
+        MaskExplorer(seed="a")

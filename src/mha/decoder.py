@@ -117,6 +117,7 @@ class Block(nn.Module):
             nn.Linear(d_model, d_mlp), nn.GELU(), nn.Linear(d_mlp, d_model))
 
     def forward(self, x, positions, mask=None, cache=None):
+        self.attn._check_x(x)  # before the norm, which would fail on the width in torch's words
         x = x + self.attn(self.norm1(x), positions, mask, cache)
         return x if self.mlp is None else x + self.mlp(self.norm2(x))
 
@@ -193,7 +194,7 @@ class TinyDecoder(nn.Module):
                 return self._forward(tokens, positions, None, padding)
             with cache.rollback_on_error():  # a refused step leaves the cache as it was
                 return self._forward(tokens, positions, cache, padding)
-        except RuntimeError:  # torch's own error: name parameters of mixed dtypes if that is why
+        except (RuntimeError, DTypeError):  # name parameters of mixed dtypes if that is why
             self._check_parameters()  # looked at only on failure (a scan costs ~0.1 ms a step)
             raise
 
@@ -214,7 +215,7 @@ class TinyDecoder(nn.Module):
             # Real tokens count 0, 1, 2, ... from the start; padding before them takes the start.
             positions = start[:, None] + ((~padding).cumsum(dim=1) - 1).clamp(min=0)
         else:
-            positions = torch.as_tensor(positions, device=tokens.device)
+            positions = _as_positions(positions, tokens.device)
             if positions.dtype.is_floating_point or positions.dtype == torch.bool or \
                     tuple(positions.shape) not in ((t,), (b, t)):
                 raise ValueError(f"positions must be integer, (T,) = ({t},) or (B, T) = {(b, t)}; "
@@ -255,6 +256,14 @@ class TinyDecoder(nn.Module):
             raise ValueError(f"tokens must lie in 0..{self.vocab_size - 1}; got "
                              f"{int(tokens.min())}..{int(tokens.max())}.")
         return tokens
+
+
+def _as_positions(positions, device):
+    """``positions`` as a tensor; refuse what ``torch.as_tensor`` cannot read (a string)."""
+    try:
+        return torch.as_tensor(positions, device=device)
+    except (TypeError, ValueError, RuntimeError):
+        raise DTypeError(f"positions must be integer, (T,) or (B, T); got {positions!r}.") from None
 
 
 def _check_cache(cache) -> None:
@@ -382,7 +391,8 @@ def logits_in_chunks(model: TinyDecoder, tokens, chunks, padding=None):
     ``chunks`` lists the chunk lengths, summing to ``T`` (``[T]``: one-shot
     prefill; ``[4, 1, 1, ...]``: prefill then one token at a time). Compare
     with ``model(tokens)`` to check the cache. Refuses ``chunks`` that is not a
-    list of positive ints summing to ``T`` and what the model refuses.
+    list of positive ints summing to ``T``, ``padding`` that is not a bool
+    ``(B, T)`` tensor, and what the model refuses.
     """
     _check_model(model)
     tokens = model._check_tokens(tokens)
@@ -393,6 +403,10 @@ def logits_in_chunks(model: TinyDecoder, tokens, chunks, padding=None):
     if sum(chunks) != tokens.shape[1]:
         raise ValueError(f"chunk lengths {list(chunks)} must be positive and sum to "
                          f"T={tokens.shape[1]}.")
+    if padding is not None and (not isinstance(padding, torch.Tensor) or
+                                padding.dtype != torch.bool or padding.shape != tokens.shape):
+        raise TypeError(f"padding must be a bool tensor (B, T) = {tuple(tokens.shape)}, "
+                        "True = padding.")
     cache, out, start = model.new_cache(), [], 0
     for n in chunks:
         part = None if padding is None else padding[:, start:start + n]

@@ -81,7 +81,10 @@ class MaskExplorer(Explorer):
     def __init__(self, preset: str = "causal", seed: int = 0, n_padded: int = 2):
         if preset not in MASK_PRESETS[:3]:
             raise ValueError(f"preset must be one of {MASK_PRESETS[:3]}; got {preset!r}.")
+        from .._checks import check_non_negative_int
+
         self.n_padded = n_padded
+        seed = check_non_negative_int(seed, "seed")  # NumPy would refuse "a" in its own words
         self.scores = np.round(np.random.default_rng(seed).normal(0.0, 1.5, (self.T, self.T)), 2)
         self.refused: str | None = None
         self._syncing = False
