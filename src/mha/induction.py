@@ -61,7 +61,8 @@ TRAINED = ("induction_2l_1h", "induction_2l_4h")  # shipped weights, in src/mha/
 
 
 def letters(tokens) -> list[str]:
-    """Token ids ``(T,)`` -> their letters, e.g. ``[0, 2] -> ['A', 'C']``.
+    """Token ids ``(T,)`` -> their letters, e.g. ``[0, 2] -> ['A', 'C']`` (``(1, T)`` is read
+    flat, so ``letters(encode("AB"))`` works too).
 
     Refuses ids that are not integers or lie outside ``0..25`` (``-1`` would
     silently read ``'Z'``)."""
