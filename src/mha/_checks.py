@@ -453,3 +453,39 @@ def check_scale(scale) -> float:
             "A negative scale would turn the preferences upside down."
         )
     return float(s)
+
+
+def check_rng(rng, name: str = "rng") -> np.random.Generator:
+    """``rng`` if it is a ``np.random.Generator``; refuse anything else (``DTypeError``).
+
+    An int seed, ``np.random.RandomState`` or the ``np.random`` module would
+    fail deep inside (``'int' object has no attribute 'standard_normal'``) or
+    draw from another stream than the docstring promises; the message names the
+    fix, ``np.random.default_rng(seed)``.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise DTypeError(f"{name} must be a np.random.Generator, e.g. np.random.default_rng(0); "
+                         f"got {rng!r}.")
+    return rng
+
+
+def check_token_ids(ids, n: int, name: str = "tokens") -> np.ndarray:
+    """``ids`` (array-like or tensor of integers) as an int64 NumPy array, each in ``0..n-1``.
+
+    Refuses a non-integer dtype (floats, bools, strings: ``DTypeError``, as
+    ``int(1.5)`` would silently read token 1) and an id outside ``0..n-1``
+    (``ValueError``, naming the first one: a negative id would silently index
+    from the end).
+    """
+    if _is_torch(ids) and hasattr(ids, "detach"):
+        ids = ids.detach().cpu()
+    arr = np.asarray(ids)
+    if arr.dtype == bool or arr.dtype.kind not in "iu":
+        raise DTypeError(f"{name} must be integer token ids in 0..{n - 1}; got dtype "
+                         f"{dtype_name(arr.dtype)}.")
+    bad = (arr < 0) | (arr >= n)
+    if np.any(bad):
+        where = first_index(bad)
+        raise ValueError(f"{name} must lie in 0..{n - 1}; got {int(arr[where])} at index "
+                         f"{where}.")
+    return arr.astype(np.int64)

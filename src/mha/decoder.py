@@ -34,8 +34,8 @@ from ._decoder_attention import _IMPLS, attention_mask, gqa_attention, repeat_kv
 from .kv_cache import KVCache, LayerCache
 from .rope import apply_rope
 
-__all__ = ["Attention", "Block", "TinyDecoder", "attention_mask", "from_attention_only",
-           "generate", "gqa_attention", "logits_in_chunks", "repeat_kv"]
+__all__ = ["Attention", "Block", "MAX_NEW_TOKENS", "TinyDecoder", "attention_mask",
+           "from_attention_only", "generate", "gqa_attention", "logits_in_chunks", "repeat_kv"]
 
 
 class Attention(nn.Module):
@@ -45,7 +45,9 @@ class Attention(nn.Module):
     cache=None)`` -> ``(B, T, C)``. With a :class:`mha.kv_cache.LayerCache` the
     rotated k and the v of the new tokens are appended and attention reads all
     cached keys (``Tk`` = cached + new). Projections: ``q (H * dh, C)``,
-    ``k, v (H_kv * dh, C)``, ``out (C, C)``, no bias.
+    ``k, v (H_kv * dh, C)``, ``out (C, C)``, no bias. Refuses x that is not
+    ``(B, T, C)`` with ``C = d_model``, or of another dtype or device than the
+    weights (e.g. token ids, which go through the model's embedding).
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
@@ -67,10 +69,26 @@ class Attention(nn.Module):
         self.v_proj = nn.Linear(d_model, n_kv_heads * self.d_head, bias=False)
         self.out_proj = nn.Linear(d_model, d_model, bias=False)
 
+    def _check_x(self, x) -> None:
+        """Refuse x that is not a ``(B, T, C)`` tensor of the weights' dtype and width C."""
+        w = self.q_proj.weight  # (C, C)
+        if not isinstance(x, torch.Tensor) or x.ndim != 3:
+            raise ValueError(f"x must be a tensor (B, T, C) with C = d_model = {w.shape[1]}; "
+                             f"got {tuple(getattr(x, 'shape', ())) or type(x).__name__}.")
+        if x.dtype != w.dtype:
+            raise DTypeError(f"x has dtype {x.dtype}, the attention's weights {w.dtype}: pass "
+                             f"x.to({w.dtype}) (token ids go through the model's embedding), "
+                             "or convert the module.")
+        if x.shape[-1] != w.shape[1]:
+            raise ValueError(f"x must be (B, T, C) with C = d_model = {w.shape[1]}; got shape "
+                             f"{tuple(x.shape)}.")
+        check_device(x, "x", w.device)
+
     def _split(self, x, n):  # (B, T, n * dh) -> (B, T, n, dh) -> (B, n, T, dh)
         return x.unflatten(-1, (n, self.d_head)).transpose(1, 2)
 
     def forward(self, x, positions, mask=None, cache=None):
+        self._check_x(x)
         q = apply_rope(self._split(self.q_proj(x), self.n_heads), positions, self.rope_base)
         k = apply_rope(self._split(self.k_proj(x), self.n_kv_heads), positions, self.rope_base)
         v = self._split(self.v_proj(x), self.n_kv_heads)  # (B, H_kv, T, dh)
@@ -99,6 +117,7 @@ class Block(nn.Module):
             nn.Linear(d_model, d_mlp), nn.GELU(), nn.Linear(d_mlp, d_model))
 
     def forward(self, x, positions, mask=None, cache=None):
+        self.attn._check_x(x)  # before the norm, which would fail on the width in torch's words
         x = x + self.attn(self.norm1(x), positions, mask, cache)
         return x if self.mlp is None else x + self.mlp(self.norm2(x))
 
@@ -175,7 +194,7 @@ class TinyDecoder(nn.Module):
                 return self._forward(tokens, positions, None, padding)
             with cache.rollback_on_error():  # a refused step leaves the cache as it was
                 return self._forward(tokens, positions, cache, padding)
-        except RuntimeError:  # torch's own error: name parameters of mixed dtypes if that is why
+        except (RuntimeError, DTypeError):  # name parameters of mixed dtypes if that is why
             self._check_parameters()  # looked at only on failure (a scan costs ~0.1 ms a step)
             raise
 
@@ -196,7 +215,7 @@ class TinyDecoder(nn.Module):
             # Real tokens count 0, 1, 2, ... from the start; padding before them takes the start.
             positions = start[:, None] + ((~padding).cumsum(dim=1) - 1).clamp(min=0)
         else:
-            positions = torch.as_tensor(positions, device=tokens.device)
+            positions = _as_positions(positions, tokens.device)
             if positions.dtype.is_floating_point or positions.dtype == torch.bool or \
                     tuple(positions.shape) not in ((t,), (b, t)):
                 raise ValueError(f"positions must be integer, (T,) = ({t},) or (B, T) = {(b, t)}; "
@@ -239,6 +258,14 @@ class TinyDecoder(nn.Module):
         return tokens
 
 
+def _as_positions(positions, device):
+    """``positions`` as a tensor; refuse what ``torch.as_tensor`` cannot read (a string)."""
+    try:
+        return torch.as_tensor(positions, device=device)
+    except (TypeError, ValueError, RuntimeError):
+        raise DTypeError(f"positions must be integer, (T,) or (B, T); got {positions!r}.") from None
+
+
 def _check_cache(cache) -> None:
     if not isinstance(cache, KVCache):
         extra = (" A LayerCache holds one layer; the model needs one per layer."
@@ -276,6 +303,32 @@ def from_attention_only(trained) -> TinyDecoder:
     return model.eval()
 
 
+MAX_NEW_TOKENS = 10_000
+"""The most tokens one :func:`generate` call produces. Each token is one step of
+Python and torch calls; measured on this project's 2-core machine (one torch
+thread, other jobs running), ``TinyDecoder(10, d_model=16, n_heads=4)`` with the
+cache took 9.9 s for 1,000 tokens, so 10**6 tokens would run for hours without a
+word. Past the limit, call :func:`generate` again with the same ``cache=``."""
+
+
+def _check_n_new(n_new, cache, prompt) -> int:
+    """``n_new`` as an int in ``1..MAX_NEW_TOKENS`` that fits a passed cache's ``max_len``."""
+    n_new = check_positive_int(n_new, "n_new")
+    if n_new > MAX_NEW_TOKENS:
+        raise ValueError(f"n_new={n_new:,} is more than generate's limit of {MAX_NEW_TOKENS:,} "
+                         "new tokens per call (one decode step each, about 10 ms a step for a "
+                         "tiny model on a laptop CPU: hours for a million). Generate in pieces: "
+                         "call generate again with the same cache=.")
+    max_len = getattr(cache, "max_len", None)
+    if max_len is not None and isinstance(prompt, torch.Tensor) and prompt.ndim == 2:
+        need = cache.length + prompt.shape[1] + n_new - 1  # the last token is never fed back
+        if need > max_len:
+            raise ValueError(f"the cache holds at most max_len={max_len} positions; "
+                             f"{cache.length} cached + {prompt.shape[1]} prompt + {n_new - 1} "
+                             f"fed back = {need}. Pass a larger max_len or a smaller n_new.")
+    return n_new
+
+
 @torch.no_grad()
 def generate(model: TinyDecoder, prompt, n_new: int, use_cache: bool = True, padding=None,
              cache: KVCache | None = None):
@@ -287,10 +340,14 @@ def generate(model: TinyDecoder, prompt, n_new: int, use_cache: bool = True, pad
     ``logits[:, s]`` are the logits that chose token ``s``. A ``cache`` passed
     in is used as it is, **not reset**: pass an empty one for a new prompt.
     Refuses an empty prompt (``T0 = 0``) or a sequence of it that is all padding,
-    a ``use_cache`` that is not a bool, and what the model refuses.
+    a ``use_cache`` that is not a bool, and what the model refuses. Refuses
+    up front ``n_new`` above :data:`MAX_NEW_TOKENS` (decoding is one step per
+    token: at the limit about two minutes for a tiny model on a laptop CPU,
+    see there; continue with ``cache=`` for more), and a ``cache`` whose
+    ``max_len`` the sequence would pass (rather than after running up to it).
     """
     _check_model(model)
-    n_new = check_positive_int(n_new, "n_new")
+    n_new = _check_n_new(n_new, cache, prompt)
     use_cache = check_flag(use_cache, "use_cache")
     if cache is not None:
         _check_cache(cache)
@@ -334,7 +391,8 @@ def logits_in_chunks(model: TinyDecoder, tokens, chunks, padding=None):
     ``chunks`` lists the chunk lengths, summing to ``T`` (``[T]``: one-shot
     prefill; ``[4, 1, 1, ...]``: prefill then one token at a time). Compare
     with ``model(tokens)`` to check the cache. Refuses ``chunks`` that is not a
-    list of positive ints summing to ``T`` and what the model refuses.
+    list of positive ints summing to ``T``, ``padding`` that is not a bool
+    ``(B, T)`` tensor, and what the model refuses.
     """
     _check_model(model)
     tokens = model._check_tokens(tokens)
@@ -345,6 +403,10 @@ def logits_in_chunks(model: TinyDecoder, tokens, chunks, padding=None):
     if sum(chunks) != tokens.shape[1]:
         raise ValueError(f"chunk lengths {list(chunks)} must be positive and sum to "
                          f"T={tokens.shape[1]}.")
+    if padding is not None and (not isinstance(padding, torch.Tensor) or
+                                padding.dtype != torch.bool or padding.shape != tokens.shape):
+        raise TypeError(f"padding must be a bool tensor (B, T) = {tuple(tokens.shape)}, "
+                        "True = padding.")
     cache, out, start = model.new_cache(), [], 0
     for n in chunks:
         part = None if padding is None else padding[:, start:start + n]

@@ -38,6 +38,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import masks
+from ._checks import (
+    DTypeError,
+    check_flag,
+    check_heads,
+    check_non_negative_int,
+    check_positive_int,
+    check_token_ids,
+)
 
 # Rotary positions are lesson 08's idea too: one implementation, under the name lesson 06 uses.
 from .rope import apply_rope as apply_rotary
@@ -53,12 +61,18 @@ TRAINED = ("induction_2l_1h", "induction_2l_4h")  # shipped weights, in src/mha/
 
 
 def letters(tokens) -> list[str]:
-    """Token ids ``(T,)`` -> their letters, e.g. ``[0, 2] -> ['A', 'C']``."""
-    return [ALPHABET[int(t)] for t in np.asarray(tokens).reshape(-1)]
+    """Token ids ``(T,)`` -> their letters, e.g. ``[0, 2] -> ['A', 'C']`` (``(1, T)`` is read
+    flat, so ``letters(encode("AB"))`` works too).
+
+    Refuses ids that are not integers or lie outside ``0..25`` (``-1`` would
+    silently read ``'Z'``)."""
+    return [ALPHABET[t] for t in check_token_ids(tokens, len(ALPHABET)).reshape(-1)]
 
 
 def encode(text: str) -> torch.Tensor:
     """A string of capital letters -> token ids ``(1, T)`` (int64). Refuses other characters."""
+    if not isinstance(text, str):
+        raise DTypeError(f"encode takes a string of capital letters A-Z; got {text!r}.")
     bad = sorted({c for c in text if c not in ALPHABET})
     if bad:
         raise ValueError(f"encode takes capital letters A-Z only; got {bad}.")
@@ -71,8 +85,14 @@ def repeated_blocks(batch: int, block: int, vocab_size: int = 26, seed=0) -> tor
     ``seed`` is an int or a ``torch.Generator`` (drawn from, so successive calls
     differ). Tokens within a block are distinct, so every token of the second
     half has exactly one earlier copy. Refuses ``block`` outside
-    ``[2, vocab_size]``.
+    ``[2, vocab_size]``, sizes that are not ints (``batch >= 0``, the others
+    positive) and a ``seed`` that is neither an int nor a ``torch.Generator``.
     """
+    batch = check_non_negative_int(batch, "batch")
+    block = check_positive_int(block, "block")
+    vocab_size = check_positive_int(vocab_size, "vocab_size")
+    if not isinstance(seed, torch.Generator):
+        seed = check_non_negative_int(seed, "seed")  # int(1.5) would seed 1 silently
     if not 2 <= block <= vocab_size:
         raise ValueError(f"block must be in [2, vocab_size={vocab_size}]; got {block}.")
     gen = seed if isinstance(seed, torch.Generator) else torch.Generator().manual_seed(seed)
@@ -83,15 +103,19 @@ def repeated_blocks(batch: int, block: int, vocab_size: int = 26, seed=0) -> tor
 class AttentionLayer(nn.Module):
     """Causal self-attention with ``n_heads`` heads: ``q_proj, k_proj, v_proj, out_proj``
     (``nn.Linear``, no bias). ``forward(x (B, T, C), positions (T,))`` returns
-    ``(out (B, T, C), weights (B, H, T, T))``."""
+    ``(out (B, T, C), weights (B, H, T, T))``. Refuses at construction what
+    :func:`mha._checks.check_heads` refuses and a ``rotary`` that is not True / False;
+    at the call, x that is not a ``(B, T, C)`` tensor of the weights' dtype and width
+    (a forward pre-hook, so the forward shown in lesson 06 stays as it is)."""
 
     def __init__(self, d_model: int, n_heads: int, rotary: bool):
         super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}.")
+        d_model, n_heads = check_heads(d_model, n_heads)
+        rotary = check_flag(rotary, "rotary")  # "no" is truthy
         self.n_heads, self.d_head, self.rotary = n_heads, d_model // n_heads, rotary
         self.q_proj, self.k_proj, self.v_proj, self.out_proj = (
             nn.Linear(d_model, d_model, bias=False) for _ in range(4))
+        self.register_forward_pre_hook(_check_layer_input)
 
     def split(self, x):
         b, t, _ = x.shape
@@ -109,6 +133,18 @@ class AttentionLayer(nn.Module):
         return self.out_proj(heads.transpose(1, 2).reshape(b, t, c)), weights
 
 
+def _check_layer_input(layer, args) -> None:
+    """Forward pre-hook of :class:`AttentionLayer`: refuse x (args[0]) by name before
+    ``b, t, c = x.shape`` or a projection fails on it in torch's words."""
+    x, w = args[0], layer.q_proj.weight  # w (C, C)
+    if not isinstance(x, torch.Tensor) or x.ndim != 3 or x.shape[-1] != w.shape[1]:
+        raise ValueError(f"x must be a tensor (B, T, C) with C = d_model = {w.shape[1]}; got "
+                         f"{tuple(getattr(x, 'shape', ())) or type(x).__name__}.")
+    if x.dtype != w.dtype:
+        raise DTypeError(f"x has dtype {x.dtype}, the layer's weights {w.dtype}: pass "
+                         f"x.to({w.dtype}) (token ids go through the model's embedding).")
+
+
 class AttentionOnly(nn.Module):
     """Embedding, ``n_layers`` residual attention layers (no MLP, no LayerNorm), unembedding.
 
@@ -116,6 +152,8 @@ class AttentionOnly(nn.Module):
     ``"learned"`` adds a learned ``(max_len, C)`` position embedding to the input.
     Parameters: ``embed`` ``(V, C)``, optional ``pos_embed``, ``layers[l]`` (an
     :class:`AttentionLayer`), ``unembed`` ``(V, C)`` (``nn.Linear``, no bias).
+    Refuses sizes that are not positive ints and ``d_model`` not divisible by
+    ``n_heads``.
     """
 
     def __init__(self, vocab_size: int = 26, d_model: int = 32, n_layers: int = 2,
@@ -123,6 +161,9 @@ class AttentionOnly(nn.Module):
         super().__init__()
         if positions not in ("rotary", "learned"):
             raise ValueError(f"positions must be 'rotary' or 'learned'; got {positions!r}.")
+        for name, n in (("vocab_size", vocab_size), ("n_layers", n_layers), ("max_len", max_len)):
+            check_positive_int(n, name)
+        check_heads(d_model, n_heads)
         self.config = {"vocab_size": vocab_size, "d_model": d_model, "n_layers": n_layers,
                        "n_heads": n_heads, "positions": positions, "max_len": max_len}
         self.vocab_size, self.n_layers, self.n_heads = vocab_size, n_layers, n_heads
@@ -138,13 +179,14 @@ class AttentionOnly(nn.Module):
         t = tokens.shape[1]
         if positions is None:
             positions = torch.arange(t, device=tokens.device)
-        elif positions.shape != (t,):
-            raise ValueError(f"positions must be (T,) = ({t},); got {tuple(positions.shape)}.")
+        elif not isinstance(positions, torch.Tensor) or positions.shape != (t,):
+            raise ValueError(f"positions must be a tensor (T,) = ({t},); got "
+                             f"{tuple(getattr(positions, 'shape', ())) or positions!r}.")
         x = self.embed(tokens)  # (B, T, C)
         if self.pos_embed is not None:
-            if int(positions.max()) >= self.max_len:
-                raise ValueError(f"learned positions stop at max_len - 1 = {self.max_len - 1}; "
-                                 f"got position {int(positions.max())}.")
+            if t and (int(positions.max()) >= self.max_len or int(positions.min()) < 0):
+                raise ValueError(f"learned positions lie in 0..max_len - 1 = {self.max_len - 1}; "
+                                 f"got {int(positions.min())}..{int(positions.max())}.")
             x = x + self.pos_embed(positions)
         maps = []
         for layer in self.layers:
@@ -194,9 +236,11 @@ def without_head(model: AttentionOnly, layer: int, head: int) -> AttentionOnly:
     """A copy of ``model`` in which one head writes nothing (its ``out_proj`` columns zeroed).
 
     The head still computes its map; only its contribution to the residual
-    stream is removed. Refuses a layer or head index out of range.
+    stream is removed. Refuses a layer or head index that is not an int or out of range.
     """
     import copy
+
+    layer, head = check_non_negative_int(layer, "layer"), check_non_negative_int(head, "head")
 
     if not (0 <= layer < model.n_layers and 0 <= head < model.n_heads):
         raise ValueError(f"no head ({layer}, {head}): the model has {model.n_layers} layers "
@@ -216,7 +260,12 @@ def half_losses(model: AttentionOnly, tokens: torch.Tensor) -> dict[str, float]:
     ``"repeated"``: targets ``L+1 .. 2L-1``, each the letter after the earlier
     copy of the current one. Target ``L`` (the first repeated letter) is left
     out: nothing announces that the copy starts there. Also ``"log_vocab"``.
+    Refuses tokens that are not ``(B, 2L)`` with ``L >= 2`` (an odd length or
+    ``L = 1`` would average no loss: NaN).
     """
+    shape = tuple(getattr(tokens, "shape", ()))
+    if len(shape) != 2 or shape[1] % 2 or shape[1] < 4:
+        raise ValueError(f"tokens must be repeated blocks (B, 2L) with L >= 2; got shape {shape}.")
     block = tokens.shape[1] // 2
     with torch.no_grad():
         logits = model(tokens)
@@ -234,9 +283,15 @@ def head_scores(weights, block: int) -> dict[str, np.ndarray]:
     over ``i = 1..T-1``. ``"induction"[h]``: mean weight of query ``i`` on key
     ``i - block + 1`` (the token after the earlier copy) over ``i = block..T-1``.
     Both are in ``[0, 1]``; 1 means the head does nothing else. Returns ``(H,)``
-    arrays (float64).
+    arrays (float64). Refuses a ``block`` that is not a positive int and
+    weights of another shape.
     """
-    w = torch.as_tensor(weights).detach().to(torch.float64)
+    block = check_positive_int(block, "block")  # "2" * 2 would be "22"
+    try:
+        w = torch.as_tensor(weights).detach().to(torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        raise DTypeError(f"weights must be attention weights (B, H, T, T), a tensor or array of "
+                         f"numbers; got {type(weights).__name__}.") from None
     if w.ndim != 4 or w.shape[-1] != w.shape[-2] or w.shape[-1] != 2 * block:
         raise ValueError(f"weights must be (B, H, T, T) with T = 2 * block = {2 * block}; "
                          f"got shape {tuple(w.shape)}.")

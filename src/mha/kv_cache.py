@@ -96,7 +96,10 @@ class LayerCache:
         self.k = self.v = None
 
     def append(self, k, v):
-        """Add ``k, v (B, H_kv, T_new, dh)``; return all cached ``(B, H_kv, T, dh)``."""
+        """Add ``k, v (B, H_kv, T_new, dh)``; return all cached ``(B, H_kv, T, dh)``.
+
+        Values are not scanned for NaN or +-inf (a hot path): the attention that
+        reads the returned k, v refuses them by name (see the class docstring)."""
         for name, t in (("k", k), ("v", v)):
             if not isinstance(t, torch.Tensor) or not t.is_floating_point():
                 raise TypeError(f"the cache stores floating tensors; {name} is "

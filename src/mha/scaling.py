@@ -20,7 +20,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_float_array
+from ._checks import (
+    DTypeError,
+    as_float_array,
+    check_flag,
+    check_non_negative_int,
+    check_rng,
+)
 from .backward import softmax_jacobian
 from .reference import softmax
 
@@ -58,6 +64,19 @@ def _check_width(d_k) -> int:
     return int(d_k)
 
 
+def _check_widths(d_ks) -> list[int]:
+    """``d_ks`` as a non-empty list of positive int widths."""
+    widths = [_check_width(d) for d in np.atleast_1d(np.asarray(d_ks, dtype=object))]
+    if not widths:
+        raise ValueError("d_ks must list at least one head width; got none.")
+    return widths
+
+
+def _check_seed(seed):
+    """``seed`` as a non-negative int (or a ``np.random.Generator``, which is drawn from)."""
+    return seed if isinstance(seed, np.random.Generator) else check_non_negative_int(seed, "seed")
+
+
 def dot_product_variance(d_ks, n_pairs: int, rng: np.random.Generator) -> VarianceSample:
     """Variance of ``q . k`` over ``n_pairs`` random pairs, for each width in ``d_ks``.
 
@@ -66,10 +85,12 @@ def dot_product_variance(d_ks, n_pairs: int, rng: np.random.Generator) -> Varian
     product is then ``d_k`` exactly; the sample estimates it. Results are
     float64.
 
-    Refuses widths that are not positive integers and ``n_pairs < 2`` (a
-    variance needs at least two samples).
+    Refuses widths that are not positive integers, ``n_pairs < 2`` (a
+    variance needs at least two samples) and an ``rng`` that is not a
+    ``np.random.Generator`` (pass ``np.random.default_rng(seed)``).
     """
-    widths = [_check_width(d) for d in np.atleast_1d(np.asarray(d_ks, dtype=object))]
+    rng = check_rng(rng)
+    widths = _check_widths(d_ks)
     if not _is_whole(n_pairs) or n_pairs < 2:
         raise ValueError(
             f"n_pairs must be an integer >= 2 to estimate a variance; got {n_pairs!r}.")
@@ -125,11 +146,12 @@ def unit_variance_scores(n_keys: int = 8, seed: int = 0) -> np.ndarray:
     """A fixed score vector ``z (n_keys,)`` float64: seeded standard normal draws,
     shifted and rescaled to mean 0 and (population) variance exactly 1.
 
-    Refuses ``n_keys`` below 2 (one key has no variance to rescale).
+    Refuses ``n_keys`` below 2 (one key has no variance to rescale) and a
+    ``seed`` that is not a non-negative int.
     """
     if not _is_whole(n_keys) or n_keys < 2:
         raise ValueError(f"n_keys must be an integer >= 2; got {n_keys!r}.")
-    z = np.random.default_rng(seed).standard_normal(int(n_keys))
+    z = np.random.default_rng(_check_seed(seed)).standard_normal(int(n_keys))
     return (z - z.mean()) / z.std()
 
 
@@ -139,12 +161,13 @@ def sample_head(n_keys: int = 8, max_width: int = 1024, seed: int = 0):
     Returns ``(q (max_width,), k (n_keys, max_width))`` float64. A head of width
     ``d_k`` uses the first ``d_k`` features (:func:`scores_at_width`), so a wider
     head adds products to the same sums: the raw scores grow like a random walk,
-    with spread ``sqrt(d_k)``. Refuses ``n_keys`` below 2 and a width below 1.
+    with spread ``sqrt(d_k)``. Refuses ``n_keys`` below 2, a width below 1
+    and a ``seed`` that is not a non-negative int or a ``np.random.Generator``.
     """
     if not _is_whole(n_keys) or n_keys < 2:
         raise ValueError(f"n_keys must be an integer >= 2; got {n_keys!r}.")
     width = _check_width(max_width)
-    draws = np.random.default_rng(seed).standard_normal((int(n_keys) + 1, width))
+    draws = np.random.default_rng(_check_seed(seed)).standard_normal((int(n_keys) + 1, width))
     return draws[0], draws[1:]
 
 
@@ -156,9 +179,11 @@ def scores_at_width(q, k, d_k: int, divide: bool) -> np.ndarray:
     ``sqrt(d_k)`` when ``divide``. Nothing is rescaled by hand: each width is
     its own sample, so a claim such as "divided scores keep a spread of about 1"
     is measured, and can fail. Returns float64 ``(n,)``. Refuses a ``d_k``
-    that is not a positive integer or exceeds ``W``.
+    that is not a positive integer or exceeds ``W``, and a ``divide`` that is
+    not True / False.
     """
     d = _check_width(d_k)
+    divide = check_flag(divide, "divide")  # "no" would divide
     q = as_float_array(q, "q").astype(np.float64)
     k = as_float_array(k, "k").astype(np.float64)
     if q.ndim != 1 or k.ndim != 2 or k.shape[1] != q.shape[0]:
@@ -197,12 +222,18 @@ def jacobian_norms_by_width(seeds, d_ks, divide: bool, n_keys: int = 8) -> np.nd
     :func:`scores_at_width` and the result is the Jacobian norm of their
     softmax. Returns ``(len(seeds), len(d_ks))`` float64: row ``r`` is what the
     scaling explorer draws for ``seed = seeds[r]``, so a median over the rows
-    says what a typical sample does, not what one sample does.
+    says what a typical sample does, not what one sample does. Refuses what
+    :func:`scores_at_width` refuses (``divide`` not True / False included) and
+    seeds that are not non-negative ints.
     """
-    widths = [_check_width(d) for d in np.atleast_1d(np.asarray(d_ks, dtype=object))]
+    widths = _check_widths(d_ks)
+    divide = check_flag(divide, "divide")  # "no" would divide
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise DTypeError(f"seeds must be a list of ints, e.g. range(1, 101); got {seeds!r}.")
+    seeds = [check_non_negative_int(s, "a seed") for s in seeds]
     out = np.empty((len(seeds), len(widths)))
     for r, seed in enumerate(seeds):
-        q, k = sample_head(n_keys, max(widths), int(seed))
+        q, k = sample_head(n_keys, max(widths), seed)
         s = np.stack([scores_at_width(q, k, d, divide) for d in widths])  # (W, n)
         top = np.linalg.eigvalsh(softmax_jacobian(softmax(s)))[..., -1]  # (W,)
         out[r] = np.maximum(top, 0.0)

@@ -16,12 +16,16 @@ def mask_preset(name: str, t: int = 5, n_padded: int = 2) -> np.ndarray:
 
     ``"causal"`` blocks the future; ``"padding"`` blocks the last ``n_padded``
     keys for every query; ``"causal + padding"`` blocks both. ``"custom"`` is
-    not a pattern (it keeps whatever the grid holds) and is refused here.
+    not a pattern (it keeps whatever the grid holds) and is refused here, as are
+    a ``t`` that is not a positive int and an ``n_padded`` that is not an int
+    in ``0..t-1``.
     """
     from .. import masks
+    from .._checks import check_non_negative_int, check_positive_int
 
-    if name not in MASK_PRESETS[:3]:
+    if not isinstance(name, str) or name not in MASK_PRESETS[:3]:
         raise ValueError(f"unknown mask preset {name!r}; choose one of {MASK_PRESETS[:3]}.")
+    t, n_padded = check_positive_int(t, "t"), check_non_negative_int(n_padded, "n_padded")
     if not 0 <= n_padded < t:
         raise ValueError(f"n_padded must be in 0..{t - 1} (one key must stay); got {n_padded}.")
     padding = masks.padding_mask([t - n_padded], t)[0, 0]  # (1, t): same keys for every query
@@ -40,11 +44,16 @@ def mask_before_vs_after(scores, mask) -> dict:
     each row sums to 1 over the allowed keys). ``"after"``: the softmax of all
     scores, then the blocked weights set to 0 (wrong: each row sums to less
     than 1). Returns both weight matrices and their row sums. Refuses a mask
-    with a fully masked row (``ValueError`` from :func:`mha.attention`'s check).
+    with a fully masked row (``ValueError`` from :func:`mha.attention`'s check),
+    scores that are not 2-D real finite numbers and a mask that does not
+    broadcast to them.
     """
+    from .._checks import as_float_array
     from .._mask_checks import check_mask
 
-    s = np.asarray(scores, dtype=float)
+    s = as_float_array(scores, "scores").astype(float)
+    if s.ndim != 2:
+        raise ValueError(f"scores must be (Tq, Tk), one row per query; got shape {s.shape}.")
     m = check_mask(mask, s.shape)
     before = reference.softmax(np.where(m, -np.inf, s))
     after = np.where(m, 0.0, reference.softmax(s))
@@ -72,7 +81,10 @@ class MaskExplorer(Explorer):
     def __init__(self, preset: str = "causal", seed: int = 0, n_padded: int = 2):
         if preset not in MASK_PRESETS[:3]:
             raise ValueError(f"preset must be one of {MASK_PRESETS[:3]}; got {preset!r}.")
+        from .._checks import check_non_negative_int
+
         self.n_padded = n_padded
+        seed = check_non_negative_int(seed, "seed")  # NumPy would refuse "a" in its own words
         self.scores = np.round(np.random.default_rng(seed).normal(0.0, 1.5, (self.T, self.T)), 2)
         self.refused: str | None = None
         self._syncing = False

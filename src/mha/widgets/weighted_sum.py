@@ -37,11 +37,13 @@ def weighted_sum_readout(query, keys, values, scale: float = 1.0) -> dict:
 
     Refuses (``ValueError``) arrays of the wrong rank, keys and values with
     different ``Tk``, a query whose width is not the keys' ``d_k``, non-finite
-    entries, and a ``scale`` that is negative or not finite.
+    entries, and a ``scale`` that is negative or not finite; strings, bools and
+    complex numbers (``DTypeError``, :func:`mha._checks.as_float_array`).
     """
-    q = np.asarray(query, dtype=float)
-    k = np.asarray(keys, dtype=float)
-    v = np.asarray(values, dtype=float)
+    from .._checks import as_float_array
+
+    q, k, v = (as_float_array(a, name).astype(float)  # refuses strings, bools, NaN by name
+               for a, name in ((query, "query"), (keys, "keys"), (values, "values")))
     if q.ndim != 1 or k.ndim != 2 or v.ndim != 2:
         raise ValueError(f"need query (d_k,), keys (Tk, d_k) and values (Tk, d_v); got shapes "
                          f"{q.shape}, {k.shape} and {v.shape}.")
