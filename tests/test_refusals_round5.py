@@ -335,3 +335,11 @@ def test_mask_explorer_refuses_a_string_seed_by_name():
 
     with pytest.raises(DTypeError, match="seed must be a non-negative int; got 'a'"):
         MaskExplorer(seed="a")
+
+
+def test_weighted_sum_readout_refuses_a_scale_that_is_not_a_number_by_name():
+    from mha.widgets.weighted_sum import weighted_sum_readout
+
+    with pytest.raises(TypeError, match="scale must be a real number; got 'a'"):
+        weighted_sum_readout([1.0, 0.0], [[1.0, 0.0], [0.0, 1.0]], [[2.0, 0.0], [0.0, 4.0]],
+                             scale="a")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import ipywidgets as widgets
 import numpy as np
@@ -40,7 +41,7 @@ def weighted_sum_readout(query, keys, values, scale: float = 1.0) -> dict:
     entries, and a ``scale`` that is negative or not finite; strings, bools and
     complex numbers (``DTypeError``, :func:`mha._checks.as_float_array`).
     """
-    from .._checks import as_float_array
+    from .._checks import DTypeError, as_float_array
 
     q, k, v = (as_float_array(a, name).astype(float)  # refuses strings, bools, NaN by name
                for a, name in ((query, "query"), (keys, "keys"), (values, "values")))
@@ -55,6 +56,8 @@ def weighted_sum_readout(query, keys, values, scale: float = 1.0) -> dict:
                          f"of width {q.shape[0]}.")
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(k)) and np.all(np.isfinite(v))):
         raise ValueError("query, keys and values must be finite.")
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):  # float('2') would pass
+        raise DTypeError(f"scale must be a real number; got {scale!r}.")
     scale = float(scale)
     if not (math.isfinite(scale) and scale >= 0.0):
         raise ValueError(f"scale must be a finite number >= 0; got {scale}.")
