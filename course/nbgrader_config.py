@@ -91,11 +91,21 @@ c.ClearSolutions.end_solution_delimeter = "END SOLUTION"
 c.ClearHiddenTests.begin_test_delimeter = "BEGIN HIDDEN TESTS"
 c.ClearHiddenTests.end_test_delimeter = "END HIDDEN TESTS"
 
-# The feedback page: math as MathML (no MathJax from a CDN), long lines wrapped
-# (course/feedback_page.py). GenerateFeedback keeps its own preprocessors above and runs this one
-# first, so the page shows the math typeset even inside JupyterLab's HTML viewer.
-from feedback_page import TEMPLATE_NAME, MathToMathML, WrapLongLines, template_dirs  # noqa: E402
+# The feedback page: math as MathML (no MathJax from a CDN), long lines wrapped, no link that
+# would blank JupyterLab's HTML viewer (course/feedback_page.py). GenerateFeedback keeps its own
+# preprocessors above and runs this one first, so the page shows the math typeset even inside
+# JupyterLab's HTML viewer. The template is set on FeedbackExporter alone, never on every
+# HTMLExporter: the Formgrader shows each submission with an HTMLExporter and its own
+# 'formgrade' template, and with ours it failed (HTTP 500, TemplateNotFound bootstrap.min.css).
+from feedback_page import (  # noqa: E402
+    TEMPLATE_NAME,
+    FeedbackExporter,
+    MathToMathML,
+    WrapLongLines,
+    template_dirs,
+)
 
 c.GenerateFeedback.preprocessors = [MathToMathML, *c.GenerateFeedback.preprocessors, WrapLongLines]
-c.HTMLExporter.template_name = TEMPLATE_NAME
-c.HTMLExporter.extra_template_basedirs = template_dirs()
+c.GenerateFeedback.exporter_class = FeedbackExporter
+c.FeedbackExporter.template_name = TEMPLATE_NAME
+c.FeedbackExporter.extra_template_basedirs = template_dirs()
