@@ -130,7 +130,7 @@ def as_user(name, *args, stdin=None):
 def role_settings(spawner):
     """Before a server starts. Students: a config folder that turns the formgrader and course
     list off, and the lessons in their home (classroom/sync_lessons.py: copied once, updated
-    while untouched, never overwritten once edited). The instructor: a config folder that
+    while no cell's text was changed, never overwritten once edited). The instructor: a config folder that
     lets JupyterLab frame the Formgrader (its own origin only), and the roster's students,
     with their names, in the gradebook (classroom/register_students.py)."""
     name = spawner.user.name
