@@ -19,6 +19,7 @@ or pass --CourseDirectory.db_url=... on the command line.
 
 import os
 import sys
+import warnings
 
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 from nbgrader.preprocessors import (
@@ -65,6 +66,23 @@ c.Execute.interrupt_on_timeout = True
 # After the interrupt, how long a cell may take to stop before grading restarts Python
 # (mha_grading.RobustExecute); nbclient's default, 4 s, is short on a busy machine.
 c.Execute.iopub_timeout = 15
+# The grading kernel's channels are encrypted (CurveZMQ, which the kernel's spec declares):
+# over plain TCP, ipykernel warned "Kernel is running over TCP without encryption" once per
+# submission, and on a shared machine another user could listen on the loopback ports.
+c.KernelManager.transport_encryption = "auto"
+
+# nbgrader's Gradebook.add_submission builds the submission's rows linked to rows already in the
+# session before adding them; SQLAlchemy 2 warns three times ("Object of type
+# <SubmittedAssignment> not in session, add operation along 'Student.submissions' will not
+# proceed") though the rows are added with the submission, grades included. nbgrader's code,
+# not ours: that warning alone is silenced.
+try:
+    from sqlalchemy.exc import SAWarning
+except ImportError:  # pragma: no cover (nbgrader depends on SQLAlchemy)
+    pass
+else:
+    warnings.filterwarnings("ignore", category=SAWarning,
+                            message=r"Object of type <Submitted\w+> not in session")
 
 # Grading runs outside the student's kernel (mha_grading.py, docs/TEACHING.md): the hidden line
 # of a test cell only records what the answer returned; GradeOutsideKernel judges the records
