@@ -34,8 +34,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # 'feedback' by name (nbgrader.apps.api forces it), and the search path holds only this copy.
 TEMPLATE_NAME = "feedback"
 MATHJAX_CALL = "{{ mathjax() }}"  # nbgrader 0.9's feedback template loads MathJax from a CDN
+# Wrapped at spaces: bootstrap's `pre { word-break: break-all }`, which the page inlines, broke
+# a message mid-word ("zeroin|g"); a token longer than the line still breaks (overflow-wrap).
 WRAP_CSS = """
-pre, div.output_area pre, div.output_subarea pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+pre, div.output_area pre, div.output_subarea pre {
+  white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere; }
 div.output_subarea { max-width: 100%; }
 math { font-size: 1.05em; }
 """

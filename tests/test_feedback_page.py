@@ -147,6 +147,12 @@ def test_the_page_wraps_long_lines(page):
     assert "white-space: pre-wrap" in page
 
 
+def test_the_page_wraps_at_spaces_not_mid_word(page):
+    """bootstrap.min.css, inlined first, says `pre { word-break: break-all }`; the page's own
+    style, inlined after it, says otherwise."""
+    assert page.index("word-break:break-all") < page.index("word-break: normal")
+
+
 def test_the_page_has_no_link_that_would_blank_jupyterlabs_viewer(page):
     """Every href navigates JupyterLab's sandboxed HTML viewer away (a page that refuses
     framing): the page has none."""
