@@ -21,7 +21,12 @@ import os
 import sys
 import warnings
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbconvert.preprocessors import (
+    ClearMetadataPreprocessor,
+    CSSHTMLHeaderPreprocessor,
+    Preprocessor,
+)
+from nbgrader.converters import GenerateAssignment
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
@@ -35,6 +40,7 @@ from nbgrader.preprocessors import (
     OverwriteKernelspec,
     SaveAutoGrades,
 )
+from traitlets import Bool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # so that `lms_collectors` and `mha_grading` import
@@ -99,6 +105,24 @@ c.Autograde.autograde_preprocessors = [RobustExecute, GradeOutsideKernel, Ignore
 # and remove any hidden line a cell printed.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ScrubHiddenSource,
                                     CSSHTMLHeaderPreprocessor]
+
+# A released notebook carries the language_info that the kernel reports (ipykernel's, from this
+# Python: on the class hub, the class environment's, which runs the students' kernels), so
+# JupyterLab, which rewrites it when a kernel connects, does not mark a fresh set modified.
+class KernelLanguageInfo(Preprocessor):
+    enabled = Bool(True).tag(config=True)
+
+    def preprocess(self, nb, resources):
+        try:
+            from ipykernel.ipkernel import IPythonKernel
+        except ImportError:  # pragma: no cover (nbgrader's environment has ipykernel)
+            return nb, resources
+        nb.metadata["language_info"] = dict(IPythonKernel.language_info)
+        return nb, resources
+
+
+c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(),
+                                      KernelLanguageInfo]
 
 # The export CSV gets a needs_review column (the reasons grading flagged a submission).
 c.ExportApp.plugin_class = ReviewCsvExport
