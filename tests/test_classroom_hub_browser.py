@@ -146,6 +146,17 @@ def flow(request):
         frame.wait_for_timeout(1000)
         seen["scores"] = frame.locator("tr").all_inner_texts()
         teacher.screenshot(path=str(SHOTS / "6-submissions.png"))
+        # Manual Grading > the set > a submission: the Formgrader renders it with its own
+        # template (it failed with HTTP 500 when the course set the feedback template for all)
+        formgrader = f"{room.base}/user/{INSTRUCTOR}/formgrader"
+        frame.goto(f"{formgrader}/gradebook/{ASSIGNMENT}/{ASSIGNMENT}")
+        link = frame.locator("a.name-hidden").first
+        link.wait_for(state="attached", timeout=SLOW)
+        shown = frame.goto(room.base + link.get_attribute("href"))
+        frame.wait_for_load_state()
+        seen["submission"] = (shown.status, frame.locator("body").inner_text(timeout=SLOW))
+        teacher.screenshot(path=str(SHOTS / "6b-submission.png"))
+        frame.goto(f"{formgrader}/manage_assignments")
         frame.click("text=Manage Assignments")
         row = frame.locator("tr", has=frame.locator("td.name", has_text=ASSIGNMENT))
         row.locator("td.generate-feedback a").wait_for(timeout=SLOW)
@@ -192,6 +203,16 @@ def test_each_formgrader_step_succeeds_from_its_button(flow, step, words):
 def test_every_submission_is_autograded_from_the_submissions_page(flow):
     assert len(flow["autograde"]) == 2
     assert all("Successfully autograded" in text for text in flow["autograde"])
+
+
+def test_the_formgrader_shows_a_submission(flow):
+    status, text = flow["submission"]
+    assert status == 200 and "encountered an error" not in text, text[:500]
+
+
+def test_the_feedback_page_has_no_link(flow):
+    """A link navigates JupyterLab's sandboxed viewer to a page that refuses framing."""
+    assert "href=" not in flow["page"]
 
 
 def test_the_submissions_page_lists_students_by_their_roster_names(flow):
