@@ -169,6 +169,11 @@ def flow(request):
         got = entry(students[WRONG].action("fetch_feedback"), "submitted")
         seen["fetched"] = got
         learner = log_in(browser, room, WRONG)
+        # a student's JupyterLab opens on lesson 00; let it open before the Assignments tab,
+        # or the lesson comes to the front over it
+        learner.wait_for_selector(".jp-NotebookPanel", timeout=SLOW)
+        learner.wait_for_timeout(2000)
+        seen["student_start"] = learner.url
         menu(learner, "Nbgrader", "Assignment List")
         link = learner.locator("a", has_text="(view feedback)").first
         link.wait_for(timeout=SLOW)
@@ -203,6 +208,10 @@ def test_each_formgrader_step_succeeds_from_its_button(flow, step, words):
 def test_every_submission_is_autograded_from_the_submissions_page(flow):
     assert len(flow["autograde"]) == 2
     assert all("Successfully autograded" in text for text in flow["autograde"])
+
+
+def test_a_student_starts_on_lesson_00(flow):
+    assert flow["student_start"].split("?")[0].endswith("/lab/tree/00_start_here.ipynb")
 
 
 def test_the_formgrader_shows_a_submission(flow):
