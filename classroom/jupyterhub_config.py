@@ -111,6 +111,7 @@ c.Spawner.environment = {
 }
 
 
+STUDENT_START = "/lab/tree/00_start_here.ipynb"  # copied to each student's home at login
 SHARE = os.path.join(ENV, "share", "mha-course")  # the lessons and two helper scripts
                                                  # (classroom/class_env.py puts them there)
 
@@ -129,16 +130,18 @@ def as_user(name, *args, stdin=None):
 
 def role_settings(spawner):
     """Before a server starts. Students: a config folder that turns the formgrader and course
-    list off, and the lessons in their home (classroom/sync_lessons.py: copied once, updated
-    while untouched, never overwritten once edited). The instructor: a config folder that
-    lets JupyterLab frame the Formgrader (its own origin only), and the roster's students,
-    with their names, in the gradebook (classroom/register_students.py)."""
+    list off, the lessons in their home (classroom/sync_lessons.py: copied once, updated while
+    no cell's text changed, never overwritten once edited) and JupyterLab opening on lesson 00.
+    The instructor: a config folder that lets JupyterLab frame the Formgrader (its own origin
+    only), and the roster's students, with their names, in the gradebook
+    (classroom/register_students.py)."""
     name = spawner.user.name
     if name != INSTRUCTOR:
         student_config = os.path.join(ENV, "etc", "jupyter-student")
         spawner.environment = {**spawner.environment, "JUPYTER_CONFIG_PATH": student_config}
         as_user(name, os.path.join(SHARE, "sync_lessons.py"), os.path.join(SHARE, "lessons"),
                 pwd.getpwnam(name).pw_dir)
+        spawner.default_url = STUDENT_START  # lesson 00, as `make lab` opens it
         return
     instructor_config = os.path.join(ENV, "etc", "jupyter-instructor")
     spawner.environment = {**spawner.environment, "JUPYTER_CONFIG_PATH": instructor_config}

@@ -7,10 +7,17 @@ Run by the hub before each student's server starts (jupyterhub_config.py), AS TH
 each lesson ``NN_*.ipynb`` in SHIPPED_DIR:
 
 * missing from HOME: copied (first login, or a lesson the student deleted);
-* unchanged since the last copy (its digest is the one recorded in ``HOME/.mha-lessons.json``)
-  and the shipped lesson is newer: replaced by the new version;
-* edited by the student: left alone; the new version, if any, is put beside it as
-  ``NN_topic.new.ipynb`` so nothing the student wrote is lost.
+* untouched (its content is that of the version last copied, recorded in
+  ``HOME/.mha-lessons.json``) and the shipped lesson changed: replaced by the new version;
+* edited by the student: left alone; when the shipped lesson changed, the new version is put
+  beside it as ``NN_topic.new.ipynb`` so nothing the student wrote is lost.
+
+"Content" is each cell's type and source: what the learner reads and writes. Outputs,
+execution counts and metadata are not: opening a lesson makes JupyterLab rewrite
+``metadata.language_info`` and running it changes outputs, and neither is an edit that should
+stop the updates. A copy gets the running Python's version in ``metadata.language_info`` (this
+script runs with the class environment's Python, the kernel's), so JupyterLab finds nothing to
+rewrite and does not mark a lesson modified on opening it.
 
 The lessons sit in the home's top folder, where nbgrader fetches each exercise set
 (``~/ex04_masks/``), so an exercise's link ``../04_masks.ipynb`` opens the lesson.
@@ -22,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import shutil
 import sys
 from pathlib import Path
@@ -30,7 +38,35 @@ MANIFEST = ".mha-lessons.json"
 
 
 def digest(path: Path) -> str:
+    """The file's bytes (what the manifest recorded before content digests)."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def content(path: Path) -> str:
+    """A digest of what the learner reads and writes: each cell's type and source (not its
+    outputs, execution count or metadata). A file that is not a notebook: its bytes."""
+    try:
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        cells = [(c["cell_type"], "".join(c["source"]) if isinstance(c["source"], list)
+                  else c["source"]) for c in nb["cells"]]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return "bytes:" + digest(path)
+    return "cells:" + hashlib.sha256(json.dumps(cells).encode()).hexdigest()
+
+
+def copy_lesson(source: Path, dest: Path) -> None:
+    """Copy a lesson, with this Python's version in its ``language_info`` (see above)."""
+    try:
+        nb = json.loads(source.read_text(encoding="utf-8"))
+        info = nb["metadata"]["language_info"]
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        shutil.copyfile(source, dest)
+        return
+    if info.get("name") == "python":
+        info["version"] = platform.python_version()
+    tmp = dest.with_name(dest.name + ".tmp")
+    tmp.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, dest)
 
 
 def sync(shipped: Path, home: Path) -> dict[str, str]:
@@ -42,23 +78,31 @@ def sync(shipped: Path, home: Path) -> dict[str, str]:
         manifest = {}
     done = {}
     for source in sorted(shipped.glob("[0-9][0-9]_*.ipynb")):
-        dest, new = home / source.name, digest(source)
+        dest, new = home / source.name, content(source)
+        given = manifest.get(source.name)  # the content last copied to the student
+        if given == digest(source):  # a manifest written before content digests: bytes
+            given = new
+        beside = dest.with_suffix(".new.ipynb")
         if dest.is_symlink() or (dest.exists() and not dest.is_file()):
             done[source.name] = "kept (not a plain file)"
         elif not dest.exists():
-            shutil.copyfile(source, dest)
+            copy_lesson(source, dest)
             manifest[source.name] = new
             done[source.name] = "copied"
-        elif digest(dest) == new:
+        elif content(dest) == new:
             manifest[source.name] = new
             done[source.name] = "current"
-        elif digest(dest) == manifest.get(source.name):
-            shutil.copyfile(source, dest)
+        elif given in (content(dest), digest(dest)):  # untouched (older manifests: bytes)
+            copy_lesson(source, dest)
             manifest[source.name] = new
             done[source.name] = "updated"
+        elif given == new:
+            done[source.name] = "edited (the course's version has not changed)"
         else:
-            shutil.copyfile(source, dest.with_suffix(".new.ipynb"))
-            done[source.name] = f"edited: new version in {dest.with_suffix('.new.ipynb').name}"
+            if beside.is_symlink() or not beside.exists() or (
+                    beside.is_file() and content(beside) != new):
+                copy_lesson(source, beside)  # replaces a link, never writes through it
+            done[source.name] = f"edited: new version in {beside.name}"
     tmp = manifest_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
     os.replace(tmp, manifest_path)

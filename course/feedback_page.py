@@ -9,6 +9,14 @@ no script and no network; ``WrapLongLines`` adds a style that wraps long lines; 
 nbgrader, without its MathJax script tag (written to ``.feedback_template/`` beside this
 file, so it always matches the nbgrader that renders it). course/nbgrader_config.py turns
 them on.
+
+``FeedbackExporter`` renders the feedback pages, and only them (GenerateFeedback's
+``exporter_class``): the template is set on it, not on every HTMLExporter, since the
+Formgrader renders each submission with an HTMLExporter and its own ``formgrade`` template.
+It leaves no link on the page: the page is read in JupyterLab's HTML viewer, a sandboxed
+frame whose ``<base>`` is the file's download URL, so any link (an in-page anchor, the
+lesson's relative link, a web address) navigates the frame to a page that refuses to be
+framed, and the feedback goes blank. Each link becomes its text (``plain_links``).
 """
 
 from __future__ import annotations
@@ -17,16 +25,20 @@ import html
 import os
 import re
 
+from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
-from traitlets import Bool
+from traitlets import Bool, default
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 # The derived template keeps nbgrader's name: the Formgrader's "generate feedback" button asks for
 # 'feedback' by name (nbgrader.apps.api forces it), and the search path holds only this copy.
 TEMPLATE_NAME = "feedback"
 MATHJAX_CALL = "{{ mathjax() }}"  # nbgrader 0.9's feedback template loads MathJax from a CDN
+# Wrapped at spaces: bootstrap's `pre { word-break: break-all }`, which the page inlines, broke
+# a message mid-word ("zeroin|g"); a token longer than the line still breaks (overflow-wrap).
 WRAP_CSS = """
-pre, div.output_area pre, div.output_subarea pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+pre, div.output_area pre, div.output_subarea pre {
+  white-space: pre-wrap; word-break: normal; overflow-wrap: anywhere; }
 div.output_subarea { max-width: 100%; }
 math { font-size: 1.05em; }
 """
@@ -96,3 +108,58 @@ def template_dirs(folder: str | None = None) -> list[str]:
         with open(os.path.join(target, name), "w") as f:
             f.write(text)
     return [base]
+
+
+def plain_links(page: str) -> str:
+    """``page`` with every link replaced by its text. A score summary entry ("Test cell",
+    linking to the cell) names the cell's id instead; "(Top)" and the headings' pilcrows go;
+    a web address is written after its text, a file's name after the text that links it
+    ("lesson 04, masks (04_masks.ipynb)")."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page, features="html.parser")
+    for a in soup.find_all("a", href=True):
+        href, text = a["href"].strip(), a.get_text().strip()
+        if href.startswith("#"):
+            if text in ("(Top)", "\u00b6", "") or "anchor-link" in (a.get("class") or []):
+                a.decompose()
+                continue
+            if a.find_parent(id="toc") is not None:
+                code = soup.new_tag("code")
+                code.string = href[1:].removeprefix("comment-")
+                a.insert_after(code)
+                a.insert_after(" ")
+        elif re.match(r"[a-z][a-z0-9+.-]*:", href, re.I):  # a web address, mailto:, ...
+            if href != text:
+                a.insert_after(f" ({href})")
+        else:  # a relative link: a file beside the notebook (a lesson), not beside this page
+            name = href.split("#")[0].split("?")[0].rstrip("/").split("/")[-1]
+            if name and name != text:
+                a.insert_after(f" ({name})")
+        a.unwrap()
+    return str(soup)
+
+
+class FeedbackExporter(HTMLExporter):
+    """The HTML exporter of the feedback pages (see the module's docstring)."""
+
+    @default("exclude_anchor_links")
+    def _no_heading_anchors(self):
+        return True
+
+    @property
+    def default_config(self):
+        # HTMLExporter states its output priority for every NbConvertBase, which nbgrader's
+        # preprocessors (ClearHiddenTests, ScrubHiddenSource) redeclare without config=True:
+        # each warned "Config option `display_data_priority` not recognized". Only the
+        # filters that pick an output's type read it, so it is given to them alone.
+        c = super().default_config
+        priority = c.NbConvertBase.pop("display_data_priority", None)
+        if priority is not None:
+            c.DataTypeFilter.display_data_priority = priority
+            c.WidgetsDataTypeFilter.display_data_priority = priority
+        return c
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        page, resources = super().from_notebook_node(nb, resources, **kw)
+        return plain_links(page), resources

@@ -19,8 +19,14 @@ or pass --CourseDirectory.db_url=... on the command line.
 
 import os
 import sys
+import warnings
 
-from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
+from nbconvert.preprocessors import (
+    ClearMetadataPreprocessor,
+    CSSHTMLHeaderPreprocessor,
+    Preprocessor,
+)
+from nbgrader.converters import GenerateAssignment
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
@@ -34,6 +40,7 @@ from nbgrader.preprocessors import (
     OverwriteKernelspec,
     SaveAutoGrades,
 )
+from traitlets import Bool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)  # so that `lms_collectors` and `mha_grading` import
@@ -65,6 +72,23 @@ c.Execute.interrupt_on_timeout = True
 # After the interrupt, how long a cell may take to stop before grading restarts Python
 # (mha_grading.RobustExecute); nbclient's default, 4 s, is short on a busy machine.
 c.Execute.iopub_timeout = 15
+# The grading kernel's channels are encrypted (CurveZMQ, which the kernel's spec declares):
+# over plain TCP, ipykernel warned "Kernel is running over TCP without encryption" once per
+# submission, and on a shared machine another user could listen on the loopback ports.
+c.KernelManager.transport_encryption = "auto"
+
+# nbgrader's Gradebook.add_submission builds the submission's rows linked to rows already in the
+# session before adding them; SQLAlchemy 2 warns three times ("Object of type
+# <SubmittedAssignment> not in session, add operation along 'Student.submissions' will not
+# proceed") though the rows are added with the submission, grades included. nbgrader's code,
+# not ours: that warning alone is silenced.
+try:
+    from sqlalchemy.exc import SAWarning
+except ImportError:  # pragma: no cover (nbgrader depends on SQLAlchemy)
+    pass
+else:
+    warnings.filterwarnings("ignore", category=SAWarning,
+                            message=r"Object of type <Submitted\w+> not in session")
 
 # Grading runs outside the student's kernel (mha_grading.py, docs/TEACHING.md): the hidden line
 # of a test cell only records what the answer returned; GradeOutsideKernel judges the records
@@ -82,6 +106,24 @@ c.Autograde.autograde_preprocessors = [RobustExecute, GradeOutsideKernel, Ignore
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, ScrubHiddenSource,
                                     CSSHTMLHeaderPreprocessor]
 
+# A released notebook carries the language_info that the kernel reports (ipykernel's, from this
+# Python: on the class hub, the class environment's, which runs the students' kernels), so
+# JupyterLab, which rewrites it when a kernel connects, does not mark a fresh set modified.
+class KernelLanguageInfo(Preprocessor):
+    enabled = Bool(True).tag(config=True)
+
+    def preprocess(self, nb, resources):
+        try:
+            from ipykernel.ipkernel import IPythonKernel
+        except ImportError:  # pragma: no cover (nbgrader's environment has ipykernel)
+            return nb, resources
+        nb.metadata["language_info"] = dict(IPythonKernel.language_info)
+        return nb, resources
+
+
+c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(),
+                                      KernelLanguageInfo]
+
 # The export CSV gets a needs_review column (the reasons grading flagged a submission).
 c.ExportApp.plugin_class = ReviewCsvExport
 
@@ -91,11 +133,21 @@ c.ClearSolutions.end_solution_delimeter = "END SOLUTION"
 c.ClearHiddenTests.begin_test_delimeter = "BEGIN HIDDEN TESTS"
 c.ClearHiddenTests.end_test_delimeter = "END HIDDEN TESTS"
 
-# The feedback page: math as MathML (no MathJax from a CDN), long lines wrapped
-# (course/feedback_page.py). GenerateFeedback keeps its own preprocessors above and runs this one
-# first, so the page shows the math typeset even inside JupyterLab's HTML viewer.
-from feedback_page import TEMPLATE_NAME, MathToMathML, WrapLongLines, template_dirs  # noqa: E402
+# The feedback page: math as MathML (no MathJax from a CDN), long lines wrapped, no link that
+# would blank JupyterLab's HTML viewer (course/feedback_page.py). GenerateFeedback keeps its own
+# preprocessors above and runs this one first, so the page shows the math typeset even inside
+# JupyterLab's HTML viewer. The template is set on FeedbackExporter alone, never on every
+# HTMLExporter: the Formgrader shows each submission with an HTMLExporter and its own
+# 'formgrade' template, and with ours it failed (HTTP 500, TemplateNotFound bootstrap.min.css).
+from feedback_page import (  # noqa: E402
+    TEMPLATE_NAME,
+    FeedbackExporter,
+    MathToMathML,
+    WrapLongLines,
+    template_dirs,
+)
 
 c.GenerateFeedback.preprocessors = [MathToMathML, *c.GenerateFeedback.preprocessors, WrapLongLines]
-c.HTMLExporter.template_name = TEMPLATE_NAME
-c.HTMLExporter.extra_template_basedirs = template_dirs()
+c.GenerateFeedback.exporter_class = FeedbackExporter
+c.FeedbackExporter.template_name = TEMPLATE_NAME
+c.FeedbackExporter.extra_template_basedirs = template_dirs()

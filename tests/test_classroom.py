@@ -207,9 +207,9 @@ def classroom(tmp_path_factory):
 
     make("course-collect", course, SUBMISSIONS=submitted)
     start = time.perf_counter()
-    make("course-autograde", course)
+    autograde = make("course-autograde", course)
     autograde_seconds = time.perf_counter() - start
-    make("course-feedback", course)
+    feedback = make("course-feedback", course)
     make("course-export", course, GRADES_CSV=tmp / "grades.csv")
     with open(tmp / "grades.csv", newline="") as f:
         rows = list(csv.DictReader(f))
@@ -217,7 +217,9 @@ def classroom(tmp_path_factory):
     print(f"\nautograde: {len(expected)} submissions in {autograde_seconds:.1f} s, "
           f"{per_submission:.2f} s each")
     return {"course": course, "expected": expected, "rows": rows,
-            "per_submission": per_submission, "exercises": exercises}
+            "per_submission": per_submission, "exercises": exercises,
+            "autograde_log": autograde.stdout + autograde.stderr,
+            "feedback_log": feedback.stdout + feedback.stderr}
 
 
 def score_of(classroom, student, assignment) -> float:
@@ -292,6 +294,18 @@ def test_feedback_html_shows_no_hidden_test_source(classroom):
 def test_a_failed_test_cell_names_the_mistake_in_the_feedback(classroom):
     path = classroom["course"] / "feedback" / "mask_after_softmax" / M / f"{M}.html"
     assert "mask applied after softmax" in path.read_text()
+
+
+def test_autograde_prints_no_warning_about_its_own_machinery(classroom):
+    """No SQLAlchemy "not in session" warning from nbgrader's gradebook, no ipykernel
+    "running over TCP without encryption" (the grading kernels' channels are encrypted)."""
+    log = classroom["autograde_log"]
+    assert "SAWarning" not in log and "not in session" not in log
+    assert "without encryption" not in log
+
+
+def test_generate_feedback_warns_about_no_config_option(classroom):
+    assert "not recognized" not in classroom["feedback_log"]
 
 
 def test_autograde_takes_seconds_per_submission(classroom):

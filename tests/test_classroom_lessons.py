@@ -1,70 +1,162 @@
 """classroom/sync_lessons.py: a student gets the lessons once, updates while untouched, and
-never loses an edit. (The hub runs it as the student before each server start; the whole
-class is tested in tests/test_classroom_hub.py.)"""
+never loses an edit. "Edited" means the cells' sources changed: opening a lesson (JupyterLab
+rewrites its language_info) or running it (outputs, execution counts) is not an edit. (The hub
+runs it as the student before each server start; the whole class is tested in
+tests/test_classroom_hub.py.)"""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import platform
 import sys
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "classroom"))
 from sync_lessons import MANIFEST, sync  # noqa: E402
 
+LESSON = "04_masks.ipynb"
 
-def shipped(tmp_path: Path, text: str = "v1") -> Path:
+
+def notebook(text: str, version: str = "3.0.0") -> dict:
+    return {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# 04 Masks\n", text]},
+        {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [],
+         "source": "print(1)"}],
+        "metadata": {"language_info": {"name": "python", "version": version,
+                                       "pygments_lexer": "ipython3"}},
+        "nbformat": 4, "nbformat_minor": 5}
+
+
+def ship(tmp_path: Path, text: str = "v1") -> Path:
     folder = tmp_path / "shipped"
     folder.mkdir(exist_ok=True)
-    (folder / "04_masks.ipynb").write_text(f'{{"lesson": "{text}"}}')
+    (folder / LESSON).write_text(json.dumps(notebook(text), indent=1))
     return folder
 
 
-def test_the_first_login_copies_every_lesson(tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    assert sync(shipped(tmp_path), home) == {"04_masks.ipynb": "copied"}
-    assert (home / "04_masks.ipynb").read_text() == '{"lesson": "v1"}'
+def read(path: Path) -> dict:
+    return json.loads(path.read_text())
 
 
-def test_an_untouched_lesson_is_updated_to_the_new_version(tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    sync(shipped(tmp_path, "v1"), home)
-    assert sync(shipped(tmp_path, "v2"), home) == {"04_masks.ipynb": "updated"}
-    assert (home / "04_masks.ipynb").read_text() == '{"lesson": "v2"}'
+def text_of(path: Path) -> str:
+    return "".join(read(path)["cells"][0]["source"])
 
 
-def test_an_edited_lesson_is_kept_and_the_new_version_put_beside_it(tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    sync(shipped(tmp_path, "v1"), home)
-    (home / "04_masks.ipynb").write_text('{"lesson": "my notes"}')
-    done = sync(shipped(tmp_path, "v2"), home)
-    assert done["04_masks.ipynb"].startswith("edited")
-    assert (home / "04_masks.ipynb").read_text() == '{"lesson": "my notes"}'
-    assert (home / "04_masks.new.ipynb").read_text() == '{"lesson": "v2"}'
+@pytest.fixture
+def home(tmp_path):
+    folder = tmp_path / "home"
+    folder.mkdir()
+    return folder
 
 
-def test_a_deleted_lesson_comes_back(tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    sync(shipped(tmp_path), home)
-    (home / "04_masks.ipynb").unlink()
-    assert sync(shipped(tmp_path), home) == {"04_masks.ipynb": "copied"}
+def edit(path: Path, change) -> None:
+    nb = read(path)
+    change(nb)
+    path.write_text(json.dumps(nb, indent=2))  # JupyterLab's own formatting differs too
 
 
-def test_a_link_in_the_home_is_never_followed(tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
+def opened_in_jupyterlab(nb):
+    nb["metadata"]["language_info"]["version"] = "3.0.1"
+    nb["metadata"]["widgets"] = {"state": {}}
+
+
+def run_again(nb):
+    nb["cells"][1]["execution_count"] = 7
+    nb["cells"][1]["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "1\n"}]
+
+
+def learner_writes(nb):
+    nb["cells"][1]["source"] = "print(2)  # my own try"
+
+
+def test_the_first_login_copies_every_lesson(tmp_path, home):
+    assert sync(ship(tmp_path), home) == {LESSON: "copied"}
+    assert text_of(home / LESSON) == "# 04 Masks\nv1"
+
+
+def test_a_copy_carries_the_running_pythons_version(tmp_path, home):
+    """So JupyterLab, whose kernel is this Python, does not rewrite it and mark the lesson
+    modified on opening it."""
+    sync(ship(tmp_path), home)
+    assert read(home / LESSON)["metadata"]["language_info"] == {
+        "name": "python", "version": platform.python_version(), "pygments_lexer": "ipython3"}
+
+
+def test_an_untouched_lesson_is_updated_to_the_new_version(tmp_path, home):
+    sync(ship(tmp_path, "v1"), home)
+    assert sync(ship(tmp_path, "v2"), home) == {LESSON: "updated"}
+    assert text_of(home / LESSON) == "# 04 Masks\nv2"
+
+
+@pytest.mark.parametrize("change", [opened_in_jupyterlab, run_again])
+def test_opening_or_running_a_lesson_is_not_an_edit(tmp_path, home, change):
+    sync(ship(tmp_path, "v1"), home)
+    edit(home / LESSON, change)
+    assert sync(ship(tmp_path, "v2"), home) == {LESSON: "updated"}
+    assert text_of(home / LESSON) == "# 04 Masks\nv2"
+    assert not (home / "04_masks.new.ipynb").exists()
+
+
+@pytest.mark.parametrize("change", [opened_in_jupyterlab, run_again, learner_writes])
+def test_no_new_copy_while_the_shipped_lesson_is_unchanged(tmp_path, home, change):
+    sync(ship(tmp_path, "v1"), home)
+    edit(home / LESSON, change)
+    before = (home / LESSON).read_text()
+    sync(ship(tmp_path, "v1"), home)
+    assert not (home / "04_masks.new.ipynb").exists()
+    assert (home / LESSON).read_text() == before
+
+
+def test_an_edited_lesson_is_kept_and_the_new_version_put_beside_it(tmp_path, home):
+    sync(ship(tmp_path, "v1"), home)
+    edit(home / LESSON, learner_writes)
+    done = sync(ship(tmp_path, "v2"), home)
+    assert done[LESSON] == "edited: new version in 04_masks.new.ipynb"
+    assert read(home / LESSON)["cells"][1]["source"] == "print(2)  # my own try"
+    assert text_of(home / "04_masks.new.ipynb") == "# 04 Masks\nv2"
+
+
+def test_an_edited_lesson_stays_edited_after_the_update(tmp_path, home):
+    """The next login neither overwrites the edit nor rewrites the new version beside it."""
+    sync(ship(tmp_path, "v1"), home)
+    edit(home / LESSON, learner_writes)
+    sync(ship(tmp_path, "v2"), home)
+    edit(home / "04_masks.new.ipynb", run_again)
+    beside = (home / "04_masks.new.ipynb").read_text()
+    sync(ship(tmp_path, "v2"), home)
+    assert read(home / LESSON)["cells"][1]["source"] == "print(2)  # my own try"
+    assert (home / "04_masks.new.ipynb").read_text() == beside
+
+
+def test_a_manifest_of_file_digests_still_counts_as_untouched(tmp_path, home):
+    """Homes synced before content digests recorded the shipped file's bytes."""
+    shipped = ship(tmp_path, "v1")
+    (home / LESSON).write_bytes((shipped / LESSON).read_bytes())
+    (home / MANIFEST).write_text(json.dumps(
+        {LESSON: hashlib.sha256((shipped / LESSON).read_bytes()).hexdigest()}))
+    edit(home / LESSON, opened_in_jupyterlab)
+    assert sync(shipped, home) == {LESSON: "current"}
+    assert not (home / "04_masks.new.ipynb").exists()
+    assert sync(ship(tmp_path, "v2"), home) == {LESSON: "updated"}
+
+
+def test_a_deleted_lesson_comes_back(tmp_path, home):
+    sync(ship(tmp_path), home)
+    (home / LESSON).unlink()
+    assert sync(ship(tmp_path), home) == {LESSON: "copied"}
+
+
+def test_a_link_in_the_home_is_never_followed(tmp_path, home):
     target = tmp_path / "elsewhere.txt"
     target.write_text("not yours")
-    (home / "04_masks.ipynb").symlink_to(target)
-    assert sync(shipped(tmp_path), home) == {"04_masks.ipynb": "kept (not a plain file)"}
+    (home / LESSON).symlink_to(target)
+    assert sync(ship(tmp_path), home) == {LESSON: "kept (not a plain file)"}
     assert target.read_text() == "not yours"
 
 
-def test_the_manifest_records_what_was_copied(tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    sync(shipped(tmp_path), home)
-    assert set(json.loads((home / MANIFEST).read_text())) == {"04_masks.ipynb"}
+def test_the_manifest_records_what_was_copied(tmp_path, home):
+    sync(ship(tmp_path), home)
+    assert set(json.loads((home / MANIFEST).read_text())) == {LESSON}

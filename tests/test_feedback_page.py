@@ -1,9 +1,12 @@
 """The feedback page a student opens (course/feedback_page.py): math typeset offline as
-MathML, no MathJax from a CDN, long lines wrapped. The whole flow (autograde, then
+MathML, no MathJax from a CDN, long lines wrapped, no link; and the Formgrader, which renders
+submissions with its own template under the same config. The whole flow (autograde, then
 generate_feedback) is run by tests/test_classroom.py and tests/test_classroom_hub.py."""
 
 from __future__ import annotations
 
+import logging
+import re
 import sys
 from pathlib import Path
 
@@ -12,13 +15,7 @@ import pytest
 
 COURSE = Path(__file__).resolve().parents[1] / "course"
 sys.path.insert(0, str(COURSE))
-from feedback_page import (  # noqa: E402
-    TEMPLATE_NAME,
-    MathToMathML,
-    WrapLongLines,
-    markdown_math_to_mathml,
-    template_dirs,
-)
+from feedback_page import FeedbackExporter, markdown_math_to_mathml, plain_links  # noqa: E402
 
 
 def test_inline_math_becomes_inline_mathml():
@@ -40,32 +37,102 @@ def test_math_that_cannot_be_converted_is_shown_as_its_source():
     assert "<code>" in markdown_math_to_mathml(r"$\begin{nonsense$")
 
 
-@pytest.fixture
-def page(tmp_path):
-    nbgrader = pytest.importorskip("nbgrader")
-    from nbconvert.exporters import HTMLExporter
-    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
-    from traitlets.config import Config
+def course_app(monkeypatch, tmp_path):
+    """An nbgrader app that has read course/nbgrader_config.py, as nbgrader run from course/
+    (and the Formgrader, whose course folder it is) reads it."""
+    pytest.importorskip("nbgrader")
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "jupyter-config"))
+    monkeypatch.chdir(COURSE)
+    from nbgrader.apps.baseapp import NbGrader
 
-    nb = nbformat.v4.new_notebook(cells=[
+    app = NbGrader()
+    app.initialize([])
+    return app
+
+
+GRADE = {"grade": True, "solution": False, "locked": True, "grade_id": "test_causal",
+         "points": 2.0, "score": 0.0, "schema_version": 3}
+
+
+def feedback_notebook():
+    """A graded notebook as GetGrades leaves it: a heading, the lesson's link, a web link,
+    math, a test cell with its score and a long error line."""
+    return nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell(
+            "# Exercise set 04: masks\n\nPractice for [lesson 04, masks](../04_masks.ipynb). "
+            "Run it on [Colab](https://colab.research.google.com/x)."),
         nbformat.v4.new_markdown_cell(r"The scores are $q k^\top / \sqrt{d_k}$."),
-        nbformat.v4.new_code_cell("raise ValueError('x' * 400)", outputs=[nbformat.v4.new_output(
-            "error", ename="ValueError", evalue="x" * 400,
-            traceback=["ValueError: " + "x" * 400])]),
+        nbformat.v4.new_code_cell(
+            "checks.check_causal_mask(causal)", metadata={"nbgrader": GRADE},
+            outputs=[nbformat.v4.new_output(
+                "error", ename="ValueError", evalue="x" * 400,
+                traceback=["ValueError: " + "x" * 400])]),
     ])
-    config = Config()
-    config.HTMLExporter.template_name = TEMPLATE_NAME
-    config.HTMLExporter.extra_template_basedirs = template_dirs(str(tmp_path / "templates"))
-    formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
-    # nbgrader's own GenerateFeedback adds the folder of the bootstrap.css its page inlines
-    config.HTMLExporter.extra_template_paths = [
-        str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
-    exporter = HTMLExporter(config=config)
-    for pre in (MathToMathML, CSSHTMLHeaderPreprocessor, WrapLongLines):
-        exporter.register_preprocessor(pre, enabled=True)
-    html, _ = exporter.from_notebook_node(nb, resources={"nbgrader": {
-        "notebook": "ex", "score": 0.0, "max_score": 1.0, "late_penalty": 0.0}})
-    return html
+
+
+class Warnings(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def rendered(monkeypatch, tmp_path):
+    """(page, warnings): the feedback page rendered by the exporter and preprocessors that
+    GenerateFeedback builds from the course's config (those that read the gradebook left out)."""
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.preprocessors import GetGrades
+
+    app = course_app(monkeypatch, tmp_path)
+    warnings = Warnings()
+    app.log.addHandler(warnings)
+    converter = GenerateFeedback(coursedir=app.coursedir, parent=app)
+    exporter = converter.exporter_class(parent=converter, config=converter.config)
+    for pre in converter.preprocessors:
+        if pre is not GetGrades and pre.__name__ != "ScrubHiddenSource":
+            exporter.register_preprocessor(pre)
+    html, _ = exporter.from_notebook_node(feedback_notebook(), resources={"nbgrader": {
+        "notebook": "ex", "score": 0.0, "max_score": 2.0, "late_penalty": 0.0}})
+    app.log.removeHandler(warnings)
+    return html, warnings.messages
+
+
+@pytest.fixture
+def page(rendered):
+    return rendered[0]
+
+
+def test_the_formgrader_shows_a_submission_with_the_course_config(monkeypatch, tmp_path):
+    """The Formgrader's submission page (its SubmissionHandler) renders the autograded
+    notebook with an HTMLExporter built from the course's config and its own 'formgrade'
+    template; the feedback template set for every HTMLExporter made it fail (HTTP 500)."""
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.server_extensions.formgrader.formgrader import FormgradeExtension
+
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "jupyter-config"))
+    monkeypatch.chdir(COURSE)
+    formgrader = FormgradeExtension()
+    formgrader.root_dir = str(COURSE)
+    formgrader.initialize([])
+    path = tmp_path / "ex04_masks.ipynb"
+    nbformat.write(feedback_notebook(), path)
+    html, _ = HTMLExporter(config=formgrader.config).from_filename(str(path), resources={
+        "assignment_id": "ex04_masks", "notebook_id": "ex04_masks", "submission_id": "1",
+        "index": 0, "total": 1, "base_url": "/user/prof", "student": "bob",
+        "last_name": "B", "first_name": "Bob", "notebook_path": "mha-course/x.ipynb"})
+    assert "formgrader" in html and "check_causal_mask" in html
+
+
+def test_the_feedback_template_is_set_on_the_feedback_exporter_alone(monkeypatch, tmp_path):
+    from nbgrader.converters import GenerateFeedback
+
+    app = course_app(monkeypatch, tmp_path)
+    assert "template_name" not in app.config.HTMLExporter
+    converter = GenerateFeedback(coursedir=app.coursedir, parent=app)
+    assert converter.exporter_class is FeedbackExporter
 
 
 def test_the_page_loads_no_mathjax_from_a_cdn(page):
@@ -78,3 +145,37 @@ def test_the_page_shows_the_math_as_mathml(page):
 
 def test_the_page_wraps_long_lines(page):
     assert "white-space: pre-wrap" in page
+
+
+def test_the_page_wraps_at_spaces_not_mid_word(page):
+    """bootstrap.min.css, inlined first, says `pre { word-break: break-all }`; the page's own
+    style, inlined after it, says otherwise."""
+    assert page.index("word-break:break-all") < page.index("word-break: normal")
+
+
+def test_the_page_has_no_link_that_would_blank_jupyterlabs_viewer(page):
+    """Every href navigates JupyterLab's sandboxed HTML viewer away (a page that refuses
+    framing): the page has none."""
+    assert "href=" not in re.sub(r"<link[^>]*>", "", page)
+
+
+def test_the_score_summary_names_each_test_cell(page):
+    assert "Test cell <code>test_causal</code> (Score: 0.0 / 2.0)" in page
+    assert "(Top)" not in page
+
+
+def test_the_lesson_link_becomes_the_lessons_name_and_file(page):
+    assert "lesson 04, masks (04_masks.ipynb)" in page
+
+
+def test_a_web_link_is_written_out(page):
+    assert "Colab (https://colab.research.google.com/x)" in page
+
+
+def test_rendering_the_page_warns_about_no_config_option(rendered):
+    assert not [m for m in rendered[1] if "not recognized" in m]
+
+
+def test_plain_links_keeps_text_around_links():
+    out = plain_links('<p>See <a href="#x">here</a> and <a href="a/b.ipynb">b</a>.</p>')
+    assert out == "<p>See here and b (b.ipynb).</p>"
