@@ -220,9 +220,10 @@ def timed_presses(lab_page, box, key: str, presses: int) -> tuple[list[float], l
 
 # Above this load average per core the round trip measures the queue for the CPU, not the
 # explorer (lesson 06's test has the same rule). Measured on this 2-core machine, key press to
-# decoded picture, median of 9 new angles: 145-172 ms at load 6.8-9.0 with or without the
-# data: URL, the cheaper PNG and the text stamps; the kernel's redraw of a new angle takes
-# 23 ms of CPU, a revisited one 0.4 ms.
+# decoded picture, median of 9 new angles: before this change 145-253 ms at load 6.8-10.4,
+# after it 114-187 ms at load 6.9-9.0; angles seen before (drawn from the cache) 108 ms at 6.9,
+# of which about 50 ms is the page decoding the picture. The kernel's redraw of a new angle
+# takes 23 ms of CPU (25 before), a revisited one 0.4 ms.
 BUSY_LOAD_PER_CORE = 2.0
 
 
