@@ -54,6 +54,9 @@ def png_bytes(rgba) -> bytes:
             + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b""))
 
 
+DATA_URL_PREFIX = b"data:image/png;base64,"
+
+
 class Explorer:
     """Base class: controls on top, a figure below, a one-line caption.
 
@@ -71,7 +74,7 @@ class Explorer:
     """
 
     dpi = 100  # 100 px per inch: labels stay readable at the image's natural size
-    cached_pictures = 256  # pictures kept per explorer, by :meth:`picture_key` (about 40 KB each)
+    cached_pictures = 128  # pictures kept per explorer, by :meth:`picture_key` (50 KB each)
 
     def __init__(self, controls, figsize=(6.0, 3.0)):
         # ipykernel 7.3 (the newest on Python 3.10) handles a widget's comm messages in a
@@ -83,8 +86,7 @@ class Explorer:
         self.figure = Figure(figsize=figsize, dpi=self.dpi)  # no pyplot: no global state
         FigureCanvasAgg(self.figure)
         self._background = None  # the static part of the figure, once drawn (blitting)
-        self._png = b""
-        self._pictures: dict = {}  # picture_key() -> (PNG bytes, data: URL), oldest first
+        self._pictures: dict = {}  # picture_key() -> data: URL of the PNG, oldest first
         self.state: dict = {}
         self.redraw_seconds: list[float] = []
         self.setup_figure()
@@ -149,14 +151,12 @@ class Explorer:
             key = self.picture_key()
             picture = self._pictures.pop(key, None) if key is not None else None
             if picture is None:
-                png = self._render_png()
-                picture = (png, b"data:image/png;base64," + base64.b64encode(png))
+                picture = DATA_URL_PREFIX + base64.b64encode(self._render_png())
             if key is not None:
                 self._pictures[key] = picture  # re-inserted: the newest, dropped last
                 if len(self._pictures) > self.cached_pictures:
                     self._pictures.pop(next(iter(self._pictures)))
-            self._png = picture[0]
-            self.image.value = picture[1]
+            self.image.value = picture
             self.caption.value = self.caption_text(self.state)
             self.redraw_seconds.append(time.perf_counter() - start)
 
@@ -250,7 +250,7 @@ class Explorer:
     @property
     def png(self) -> bytes:
         """The picture shown, as PNG bytes (``self.image.value`` is its ``data:`` URL)."""
-        return self._png
+        return base64.b64decode(bytes(self.image.value)[len(DATA_URL_PREFIX):])
 
     def summary(self) -> str:
         """Short stable text; the ``text/plain`` of the displayed explorer."""
