@@ -196,3 +196,16 @@ def test_the_sample_curves_are_drawn_thin_over_the_thick_median_curves(explorer)
     assert sample.get_zorder() > median.get_zorder()
     assert sample.get_linewidth() < median.get_linewidth()
     assert median.get_linestyle() == "--" and sample.get_color() != median.get_color()
+
+
+def test_a_d_k_seen_before_is_shown_again_without_drawing():
+    from mha.widgets import ScalingExplorer
+
+    explorer = ScalingExplorer(d_k=64)
+    first = explorer.png
+    draws = []
+    render = explorer._render_png
+    explorer._render_png = lambda: draws.append(1) or render()
+    explorer.d_k_slider.value = 4
+    explorer.d_k_slider.value = 64
+    assert len(draws) == 1 and explorer.png == first

@@ -175,12 +175,12 @@ def test_moving_a_slider_redraws_the_image(explorer):
     before = explorer.image.value
     explorer.angle_slider.value = 90.0
     assert explorer.image.value != before
-    assert bytes(explorer.image.value).startswith(b"\x89PNG")
+    assert explorer.png.startswith(b"\x89PNG")
     assert len(explorer.redraw_seconds) == 2
 
 
 def test_picture_is_large_enough_to_read(explorer):
-    png = bytes(explorer.image.value)
+    png = explorer.png
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     assert (width, height) == (900, 380) == explorer.image_size
 
@@ -203,7 +203,7 @@ def test_the_query_arrow_is_drawn_over_the_keys_not_under_them(explorer):
     import io
 
     from PIL import Image
-    pixels = np.asarray(Image.open(io.BytesIO(bytes(explorer.image.value))).convert("RGB"))
+    pixels = np.asarray(Image.open(io.BytesIO(explorer.png)).convert("RGB"))
     ax = explorer.ax_keys
     x, y = ax.transData.transform((0.5, 0.0))  # halfway along k0, on the query's shaft
     row, col = int(round(pixels.shape[0] - y)), int(round(x))
@@ -214,7 +214,7 @@ def test_the_query_arrow_is_drawn_over_the_keys_not_under_them(explorer):
 def test_a_redraw_draws_only_the_moving_artists_and_matches_a_full_draw(explorer):
     explorer.angle_slider.value, explorer.length_slider.value = 35.0, 3.0
     fresh = WeightedSumExplorer(angle=35.0, length=3.0)
-    assert bytes(explorer.image.value) == bytes(fresh.image.value)
+    assert explorer.png == fresh.png
 
 
 def test_a_redraw_is_fast(explorer):

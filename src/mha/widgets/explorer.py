@@ -5,6 +5,12 @@ browser sends a new value every few milliseconds: redraws queue up and the pictu
 hand by a second. An explorer that names its moving artists (:meth:`Explorer.animated_artists`)
 is drawn once in full; each later redraw pastes that background back and draws only the moving
 artists (matplotlib's "blitting"), a few milliseconds.
+
+The picture reaches the browser as a ``data:`` URL of the PNG (``Image(format="url")``), not as
+PNG bytes, which ipywidgets turns into a ``blob:`` URL the page fetches before decoding it:
+lesson 06's pictures showed 35-40 ms after a pick as ``data:`` URLs instead of 58-79 ms.
+(Lesson 01's explorer, at a load average of 7-9 on 2 cores, was too noisy to show a difference.)
+:attr:`Explorer.png` keeps the PNG bytes (the stored output's ``image/png``).
 """
 
 from __future__ import annotations
@@ -17,31 +23,38 @@ import zlib
 
 import ipywidgets as widgets
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Text
+from matplotlib.transforms import Affine2D
 
 
 def png_bytes(rgba) -> bytes:
-    """An ``(h, w, 4)`` uint8 picture as PNG bytes (RGB: the figure is opaque, alpha dropped).
+    """An ``(h, w, 4)`` uint8 picture as PNG bytes (8-bit RGBA, as Agg holds it).
 
-    No row filters and zlib level 1: about 8 ms for a 900 x 320 figure here, where Pillow's
-    encoder (adaptive filters) took 25-40 ms; the file is about a third larger (30 KB).
+    No row filters and zlib level 1: about 4 ms of CPU for lesson 01's 900 x 380 figure here,
+    where Pillow's encoder (adaptive filters) took 25-40 ms. RGBA, not RGB: each row is then
+    one contiguous copy; dropping alpha (a strided copy of 3 bytes in 4) took 6 ms of the 9 and
+    saved 4 KB of 38.
     """
     rgba = np.asarray(rgba)
     if rgba.ndim != 3 or rgba.shape[2] != 4 or rgba.dtype != np.uint8:
         raise ValueError(f"png_bytes needs an (h, w, 4) uint8 array; got {rgba.shape} "
                          f"{rgba.dtype}.")
     h, w, _ = rgba.shape
-    rows = np.empty((h, 1 + 3 * w), np.uint8)
+    rows = np.empty((h, 1 + 4 * w), np.uint8)
     rows[:, 0] = 0  # filter type 0 (none) at the start of every row
-    rows[:, 1:] = rgba[..., :3].reshape(h, 3 * w)
+    rows[:, 1:] = rgba.reshape(h, 4 * w)
 
     def chunk(tag: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
 
-    header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
+    header = struct.pack(">IIBBBBB", w, h, 8, 6, 0, 0, 0)  # 8-bit RGBA, no interlace
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
-            + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b""))
+            + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b""))
+
+
+DATA_URL_PREFIX = b"data:image/png;base64,"
 
 
 class Explorer:
@@ -61,6 +74,7 @@ class Explorer:
     """
 
     dpi = 100  # 100 px per inch: labels stay readable at the image's natural size
+    cached_pictures = 128  # pictures kept per explorer, by :meth:`picture_key` (50 KB each)
 
     def __init__(self, controls, figsize=(6.0, 3.0)):
         # ipykernel 7.3 (the newest on Python 3.10) handles a widget's comm messages in a
@@ -72,6 +86,7 @@ class Explorer:
         self.figure = Figure(figsize=figsize, dpi=self.dpi)  # no pyplot: no global state
         FigureCanvasAgg(self.figure)
         self._background = None  # the static part of the figure, once drawn (blitting)
+        self._pictures: dict = {}  # picture_key() -> data: URL of the PNG, oldest first
         self.state: dict = {}
         self.redraw_seconds: list[float] = []
         self.setup_figure()
@@ -98,9 +113,17 @@ class Explorer:
         """The artists :meth:`draw` changes; empty (the default) means redraw everything."""
         return []
 
+    def picture_key(self):
+        """A hashable key that fixes the picture (the same key, the same pixels), or ``None``
+        (the default): never reuse a picture. A subclass whose picture depends only on its
+        controls' values may return them: a value seen before is then shown again from a
+        cache (:attr:`cached_pictures` of them) without rendering or encoding."""
+        return None
+
     def build_picture(self) -> None:
-        """Create ``self.image`` (the PNG, at its natural size) and ``self.caption``."""
-        self.image = widgets.Image(format="png")
+        """Create ``self.image`` (a ``data:`` URL of the PNG, shown at its natural size) and
+        ``self.caption``."""
+        self.image = widgets.Image(format="url")
         width, _ = self.image_size
         # Natural size: a flex box would otherwise stretch the PNG to the page's width (blurry);
         # max_width lets a narrow page shrink it without distortion.
@@ -124,8 +147,16 @@ class Explorer:
         with self._lock:
             start = time.perf_counter()
             self.state = self.compute()
-            self.draw(self.state)
-            self.image.value = self._render_png()
+            self.draw(self.state)  # also on a cached picture: the artists describe the state
+            key = self.picture_key()
+            picture = self._pictures.pop(key, None) if key is not None else None
+            if picture is None:
+                picture = DATA_URL_PREFIX + base64.b64encode(self._render_png())
+            if key is not None:
+                self._pictures[key] = picture  # re-inserted: the newest, dropped last
+                if len(self._pictures) > self.cached_pictures:
+                    self._pictures.pop(next(iter(self._pictures)))
+            self.image.value = picture
             self.caption.value = self.caption_text(self.state)
             self.redraw_seconds.append(time.perf_counter() - start)
 
@@ -148,13 +179,78 @@ class Explorer:
                 self._background = canvas.copy_from_bbox(self.figure.bbox)
             canvas.restore_region(self._background)
             for artist in moving:
-                self.figure.draw_artist(artist)
+                if type(artist) is Text:  # not an Annotation (a Text subclass with an arrow)
+                    self._stamp_text(artist)
+                else:
+                    self.figure.draw_artist(artist)
         return png_bytes(np.asarray(canvas.buffer_rgba()))
+
+    def _stamp_text(self, text: Text) -> None:
+        """Draw a moving text from its pixels, rendered once per string and look.
+
+        matplotlib 3.11 lays out and renders a text glyph by glyph: 1-4 ms of CPU per text
+        here, most of a blitted redraw (lesson 01's four moving texts took 10 of 14 ms). Each
+        string is drawn once, its anchor moved to the nearest whole pixel, on a blank,
+        transparent canvas; its pixels (colour and coverage) are kept and blended in wherever
+        the text's anchor now is, rounded the same way (at most half a pixel from where
+        matplotlib would put it). The picture does not depend on what was drawn before: the
+        same controls give the same bytes.
+        """
+        if not text.get_visible() or not text.get_text():
+            return
+        renderer = self.figure.canvas.get_renderer()
+        key = (id(text), text.get_text(), text.get_rotation(), text.get_ha(), text.get_va(),
+               str(text.get_color()), text.get_alpha(), hash(text.get_fontproperties()))
+        x, y = np.floor(text.get_transform().transform(text.get_unitless_position()) + 0.5)
+        row, col = renderer.height - y, x  # the anchor's pixel in the buffer (row 0 on top)
+        stamps = self.__dict__.setdefault("_text_stamps", {})
+        if key not in stamps:
+            if len(stamps) >= 2048:
+                stamps.pop(next(iter(stamps)))
+            # on a canvas just larger than the text, at a whole-pixel offset (same pixels)
+            box = text.get_window_extent(renderer)
+            x0, y0 = np.floor(box.x0) - 2, np.floor(box.y0) - 2
+            width, height = int(np.ceil(box.x1 - x0)) + 3, int(np.ceil(box.y1 - y0)) + 3
+            exact = text.get_transform().transform(text.get_unitless_position())
+            blank = RendererAgg(width, height, renderer.dpi)
+            transform = text.get_transform()
+            text.set_transform(transform + Affine2D().translate(x - exact[0] - x0,
+                                                                y - exact[1] - y0))
+            try:
+                text.draw(blank)
+            finally:
+                text.set_transform(transform)
+            pixels = np.asarray(blank.buffer_rgba())
+            rows, cols = np.nonzero(pixels[..., 3])
+            if rows.size == 0:
+                stamps[key] = None
+            else:
+                top, left = rows.min(), cols.min()
+                patch = pixels[top:rows.max() + 1, left:cols.max() + 1]
+                stamps[key] = (patch[..., :3].astype(np.float32),
+                               patch[..., 3:].astype(np.float32) / 255.0,
+                               int(top - (height - (y - y0))), int(left - (x - x0)))
+        stamp = stamps[key]
+        if stamp is None:
+            return
+        colour, alpha, d_row, d_col = stamp
+        top, left = int(row) + d_row, int(col) + d_col
+        buffer = np.asarray(renderer.buffer_rgba())
+        h, w = alpha.shape[:2]
+        # clip to the canvas (a text near an edge)
+        r0, c0 = max(top, 0), max(left, 0)
+        r1, c1 = min(top + h, buffer.shape[0]), min(left + w, buffer.shape[1])
+        if r0 >= r1 or c0 >= c1:
+            return
+        a = alpha[r0 - top:r1 - top, c0 - left:c1 - left]
+        under = buffer[r0:r1, c0:c1, :3]
+        under[...] = (colour[r0 - top:r1 - top, c0 - left:c1 - left] * a
+                      + under * (1.0 - a) + 0.5).astype(np.uint8)
 
     @property
     def png(self) -> bytes:
-        """The picture shown, as PNG bytes."""
-        return self.image.value
+        """The picture shown, as PNG bytes (``self.image.value`` is its ``data:`` URL)."""
+        return base64.b64decode(bytes(self.image.value)[len(DATA_URL_PREFIX):])
 
     def summary(self) -> str:
         """Short stable text; the ``text/plain`` of the displayed explorer."""

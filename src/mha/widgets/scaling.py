@@ -94,6 +94,11 @@ class ScalingExplorer(Explorer):
         ax_g.legend(fontsize=6.5, loc="lower left")
         self.figure.tight_layout(rect=(0, 0, 1, 0.93))
 
+    def picture_key(self):
+        # q and k are fixed at creation: the picture depends only on the two controls, a few
+        # d_k values times two, so after one visit each is shown again without drawing.
+        return (self.d_k_slider.value, self.divide_box.value)
+
     def compute(self):
         return self._scaling.scaling_state(self.q, self.k, self.d_k_slider.value,
                                            self.divide_box.value)

@@ -209,6 +209,11 @@ class WeightedSumExplorer(Explorer):
         q = query_from_polar(self.angle_slider.value, self.length_slider.value)
         return weighted_sum_readout(q, self.keys, self.values)
 
+    def picture_key(self):
+        # The picture depends only on the two sliders: a value seen before (a drag back and
+        # forth) is shown again without drawing.
+        return (self.angle_slider.value, self.length_slider.value)
+
     def animated_artists(self):
         return [self.angle_arc, self.angle_text, self.query_arrow, *self.key_rings,
                 self.query_label, *self.bars, *self.score_texts, self.point]
