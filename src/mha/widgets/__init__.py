@@ -11,7 +11,8 @@ short, stable ``text/plain`` that strict nbval compares).
 
 Tests drive an explorer exactly as a learner does: set a control's
 ``.value`` and read ``explorer.state`` (what was computed) and
-``explorer.image.value`` (what is shown).
+``explorer.png`` (the PNG bytes of what is shown; ``explorer.image`` holds them as a
+``data:`` URL, which the browser shows sooner than bytes).
 """
 
 from __future__ import annotations
