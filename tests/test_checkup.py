@@ -61,18 +61,18 @@ def test_a_missing_scale_is_named():
     assert report.failed == ["scale"] and report.mistakes == ["no scale"]
 
 
-def test_every_failed_check_names_a_known_mistake_unless_its_call_raised():
+def test_every_failed_check_names_a_known_mistake():
     for cls in broken.BROKEN:
         report = checkup(cls(8, 2))
         for name in report.failed:
-            assert report[name].mistakes or report[name].detail.startswith("calling it raised")
-            assert set(report[name].mistakes) <= set(MISTAKES)
+            assert report[name].mistakes and set(report[name].mistakes) <= set(MISTAKES)
 
 
-def test_a_check_whose_call_raises_fails_and_shows_the_error():
+def test_a_check_whose_call_raises_is_not_run_and_shows_the_error():
     report = checkup(broken.BrokenPaddingBroadcast(8, 2), batch=3, length=5)
-    assert report["padding invariance"].passed is False
-    assert report["padding invariance"].detail.startswith("calling it raised RuntimeError")
+    assert report["padding invariance"].passed is None
+    assert report["padding invariance"].detail.startswith(
+        "not run: calling the module for this check raised RuntimeError")
 
 
 def test_checkup_leaves_mode_global_random_state_and_grads_as_found():
@@ -171,19 +171,20 @@ def test_a_mask_arguments_meaning_is_read_from_behaviour_or_taken_as_told():
 # -- refusals ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("kw", "name"), [({"batch": 1}, "batch"), ({"length": 2}, "length"),
-                                          ({"batch": 2.0}, "batch")])
-def test_checkup_refuses_sizes_too_small_for_its_checks(kw, name):
-    with pytest.raises(ValueError, match=f"{name} must be an int >= "):
+                                          ({"batch": 2.0}, "batch"), ({"batch": 10**6}, "batch"),
+                                          ({"length": 65}, "length")])
+def test_checkup_refuses_sizes_too_small_or_too_large_for_its_checks(kw, name):
+    with pytest.raises(ValueError, match=f"{name} must be an int from "):
         checkup(MultiHeadAttention(8, 2), **kw)
 
 
-@pytest.mark.parametrize("atol", [-1, float("nan"), float("inf"), "x", True])
+@pytest.mark.parametrize("atol", [-1, float("nan"), float("inf"), "x", True, 0, 1e9])
 def test_checkup_refuses_a_bad_atol(atol):
-    with pytest.raises(ValueError, match="atol must be a finite number >= 0"):
+    with pytest.raises(ValueError, match="atol must be a finite number with 0 < atol"):
         checkup(MultiHeadAttention(8, 2), atol=atol)
 
 
-@pytest.mark.parametrize("seed", [1.5, -1, "0", None, False])
+@pytest.mark.parametrize("seed", [1.5, -1, "0", None, False, 2**70])
 def test_checkup_refuses_a_bad_seed(seed):
     with pytest.raises(ValueError, match="seed must be an int >= 0"):
         checkup(MultiHeadAttention(8, 2), seed=seed)
@@ -389,7 +390,7 @@ def test_a_nan_only_in_training_is_blamed_on_dropout():
     assert report["finite in training"].mistakes == ("dropout on masked scores",), str(report)
 
 
-def test_a_check_whose_call_raised_says_so_instead_of_repeating_its_description():
+def test_a_check_whose_call_raised_is_not_run_and_says_so():
     class Raises(nn.Module):
         def __init__(self):
             super().__init__()
@@ -401,5 +402,4 @@ def test_a_check_whose_call_raised_says_so_instead_of_repeating_its_description(
             return self.lin(x)
 
     result = checkup(Raises())["causality"]
-    assert result.passed is False and "boom" in result.detail
-    assert "raised" in result.likely and CHECKS["causality"] not in result.likely
+    assert result.passed is None and "boom" in result.detail and not result.likely
