@@ -7,6 +7,7 @@ import math
 import pytest
 
 torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 from mha import broken  # noqa: E402
@@ -403,3 +404,98 @@ def test_a_check_whose_call_raised_is_not_run_and_says_so():
 
     result = checkup(Raises())["causality"]
     assert result.passed is None and "boom" in result.detail and not result.likely
+
+
+# -- meeting modules the check-up was not built around (issue 18, second probe) ----------
+
+class _Tiny(nn.Module):
+    """A correct causal single-head module; subclasses break one thing each."""
+
+    def __init__(self, d=8):
+        super().__init__()
+        self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+    def forward(self, x, is_causal=False):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        s = q @ k.transpose(-2, -1) / math.sqrt(x.shape[-1])
+        if is_causal:
+            t = x.shape[1]
+            s = s.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+        return self.out(s.softmax(-1) @ v)
+
+
+@pytest.mark.parametrize("kw", [{"add_bias_kv": True}, {"add_zero_attn": True},
+                                {"kdim": 8, "vdim": 8}], ids=str)
+def test_a_call_of_the_checkups_own_that_raises_is_not_run_never_fail(kw):
+    torch.manual_seed(0)
+    report = checkup(nn.MultiheadAttention(8, 2, batch_first=True, **kw))
+    assert not report.failed, str(report)
+
+
+def test_dropout_left_on_fails_eval_determinism_only():
+    class AlwaysDropout(_Tiny):
+        def forward(self, x, is_causal=False):
+            return F.dropout(super().forward(x, is_causal), 0.1, training=True)
+
+    torch.manual_seed(0)
+    report = checkup(AlwaysDropout())
+    assert report.failed == ["eval determinism"], str(report)
+    assert report["causality"].detail.startswith("not run: two calls in eval() differ")
+
+
+def test_a_nan_output_is_named_as_such_not_as_a_view_split():
+    class NaNOut(_Tiny):
+        def forward(self, x, is_causal=False):
+            return super().forward(x, is_causal) * float("nan")
+
+    report = checkup(NaNOut())
+    assert report.mistakes == ["non-finite output"], str(report)
+
+
+def test_a_module_that_changes_its_input_in_place_is_named_and_nothing_else():
+    class Mutates(_Tiny):
+        def forward(self, x, is_causal=False):
+            x.mul_(2.0)
+            return super().forward(x, is_causal)
+
+    torch.manual_seed(0)
+    report = checkup(Mutates())
+    assert report.mistakes == ["input changed in place"], str(report)
+
+
+@pytest.mark.parametrize("error", [RuntimeError, ValueError])
+def test_a_module_that_raises_is_reported_with_every_check_not_run(error):
+    class Raises(_Tiny):
+        def forward(self, x, is_causal=False):
+            raise error("boom")
+
+    report = checkup(Raises())
+    assert not report.failed and len(report.not_run) == len(CHECKS)
+    assert f"raised {error.__name__}: boom" in report["causality"].detail
+
+
+def test_a_tuple_of_three_says_which_element_was_taken():
+    class Three(_Tiny):
+        def forward(self, x, is_causal=False):
+            return super().forward(x, is_causal), None, 3
+
+    report = checkup(Three())
+    assert any("tuple of 3: element 0 taken as the output" in n for n in report.notes)
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"d_model": -16}, "d_model must be an int >= 1"), ({"n_heads": 0}, "n_heads must be"),
+    ({"n_heads": 3}, "n_heads=3 does not divide d_model=16"),
+    ({"batch_first": "no"}, "batch_first must be True, False or None")])
+def test_checkup_refuses_bad_sizes_and_flags_by_name(kw, match):
+    with pytest.raises(ValueError, match=match):
+        checkup(MultiHeadAttention(16, 4), **kw)
+
+
+def test_checkup_refuses_a_meta_module_and_mixed_dtypes_by_name():
+    with pytest.raises(ValueError, match="on meta; the check-up runs on CPU"):
+        checkup(_Tiny().to("meta"))
+    mixed = _Tiny()
+    mixed.qkv.double()
+    with pytest.raises(ValueError, match="mixed dtypes"):
+        checkup(mixed)

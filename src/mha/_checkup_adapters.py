@@ -179,8 +179,8 @@ def adapt(module, *, d_model=None, n_heads=None, batch_first=None, mask_means=No
     def run(x, causal_, key_padding_mask, need_weights):
         b, t, _ = x.shape
         kw = {}
-        if flag:
-            kw[flag] = bool(causal_)
+        if flag:  # "flag_on" False: the mask alone makes it causal (the flag is a hint)
+            kw[flag] = bool(causal_) and style.get("flag_on", True)
         blocked = None
         if causal_ and style["causal"] in ("mask", "flag+mask") and mask:
             blocked = _causal_mask(t)  # (T, T)

@@ -251,9 +251,14 @@ def checkup(module, *, batch: int = 5, length: int = 5, seed: int = 0,
             if getattr(a, "_mask_name", None) and a._meaning["mask"] is None and \
                     a._style["causal"] != "flag":
                 found = mask_meaning(a, x, ctx.differ)
+                other = {"keep": "blocked", "blocked": "keep"}.get(found)
                 report.notes.append(
-                    f"{a._mask_name}=: True read as {found} (from the module's behaviour; "
-                    "pass mask_means= to insist)" if found else
+                    f"{a._mask_name}=: read as an additive float mask (0 kept, -inf blocked) "
+                    "(from the module's behaviour: no bool reading is causal; pass "
+                    "mask_means= to insist)" if found == "additive" else
+                    f"{a._mask_name}=: True read as {found} (from the module's behaviour; if "
+                    f"yours means True = {other}, its mask is inverted: pass "
+                    f"mask_means={other!r} to check it so)" if found else
                     f"{a._mask_name}=: no reading of True gives a causal output; used True "
                     "= blocked")
                 a._meaning["mask"] = found or "blocked"

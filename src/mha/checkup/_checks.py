@@ -182,6 +182,7 @@ def settle_call(ctx, notes):
             style["causal"] = "flag+mask"  # e.g. nn.MultiheadAttention's is_causal is a hint
             notes.append(f"{a._flag}=True alone raised ({type(err).__name__}); the causal mask "
                          f"goes in {a._mask_name}= as well")
+            _hint_off_if_the_mask_suffices(ctx)
     if a.weights == "flag":
         try:
             w = ctx.run(ctx.x, False, None, True)[1]
@@ -191,6 +192,20 @@ def settle_call(ctx, notes):
                          f"{str(err).splitlines()[0][:80]}")
         if w is None:
             a.weights = None
+
+
+def _hint_off_if_the_mask_suffices(ctx):
+    """With the mask alone (the flag False) position 0 ignores later tokens: pass the flag as
+    False, as torch may take ``is_causal=True`` as a hint that replaces the mask."""
+    style, x = ctx.a._style, ctx.x
+    x2 = x.clone()
+    x2[:, 1:] = ctx.x_other[:, 1:]
+    style["flag_on"] = False
+    try:
+        first, second = ctx.run(x, True)[0][:, :1], ctx.run(x2, True)[0][:, :1]
+        style["flag_on"] = not (torch.isfinite(first).all() and not ctx.differ(first, second))
+    except Exception:  # noqa: BLE001 - the mask alone does not fit: keep the flag on
+        style["flag_on"] = True
 
 
 def _settle_mask_form(ctx, notes):
@@ -557,6 +572,9 @@ def determinism(ctx):
 
 
 def spread(ctx):
+    if ctx.mutated > 0:
+        return None, ("not run: the module changes its input in place, so its scores are not "
+                      "those of x (see eval determinism)")
     _, used = _scores_of_call(ctx)
     if not used:
         return None, "not run: no softmax over (T, T) scores and no SDPA call was seen"
