@@ -287,6 +287,32 @@ def test_cli_says_how_to_pass_a_module_it_cannot_build(tmp_path, capsys):
     assert "def make(): return Mine(...), and pass file.py:make" in capsys.readouterr().err
 
 
+NANOGPT_CONFIG = """
+from torch import nn
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
+"""
+
+
+def test_cli_says_how_to_pass_a_module_whose_constructor_takes_a_config(tmp_path, capsys):
+    path = tmp_path / "cfgmod.py"
+    path.write_text(NANOGPT_CONFIG)
+    assert main([f"{path}:CausalSelfAttention"]) == 2
+    err = capsys.readouterr().err
+    assert "AttributeError" in err and "pass file.py:make" in err
+
+
+@pytest.mark.parametrize("args", [["--heads", "0"], ["--d-model", "-4"], ["--heads", "3"]])
+def test_cli_refuses_bad_sizes_before_building(tmp_path, capsys, args):
+    path = _write(tmp_path, GOOD.replace("DIVISOR", "c"))
+    assert main([f"{path}:Mine", *args]) == 2
+    assert "checkup: --" in capsys.readouterr().err
+
+
 def test_cli_runs_as_a_module_from_a_terminal(tmp_path):
     import os
     import subprocess
