@@ -19,7 +19,10 @@ renaming nothing in the module:
 
 A mask argument whose meaning the name does not fix (``mask=``, ``attn_mask=``,
 ``attention_mask=``, ``padding_mask=``) is read from the module's behaviour
-(:func:`mask_meaning`) unless ``mask_means="blocked"`` / ``"keep"`` is given.
+(:func:`mask_meaning`: True = blocked, True = keep, or, when neither bool reading fits, an
+additive float mask of 0 / -inf) unless ``mask_means="blocked"`` / ``"keep"`` /
+``"additive"`` is given. With no ``batch_first`` attribute or argument, the layout is read
+from behaviour too (see :func:`mha.checkup.checkup`).
 Inside the check-up every mask is bool with **True = blocked** / padded.
 Imported by :mod:`mha.checkup`, which re-exports :class:`Adapter` and :func:`adapt`.
 """
@@ -94,12 +97,15 @@ def _d_model(module):
     return None
 
 
-def _split(out):
-    """``(out, weights or None)`` from whatever the module returned."""
+def _split(out, seen=None):
+    """``(out, weights or None)`` from whatever the module returned (``seen``: what it was)."""
     if isinstance(out, torch.Tensor):
         return out, None
     if isinstance(out, tuple | list) and out and isinstance(out[0], torch.Tensor):
         w = out[1] if len(out) > 1 and isinstance(out[1], torch.Tensor) else None
+        if seen is not None and len(out) > 2:
+            seen["returned"] = f"returns a {type(out).__name__} of {len(out)}: element 0 " \
+                "taken as the output" + (", element 1 as the weights" if w is not None else "")
         return out[0], w
     raise TypeError(f"the module must return a tensor or (out, weights); got "
                     f"{type(out).__name__}.")
@@ -125,22 +131,32 @@ def adapt(module, *, d_model=None, n_heads=None, batch_first=None, mask_means=No
     if not isinstance(module, nn.Module):
         raise TypeError(f"checkup needs an nn.Module (or a checkup.Adapter); got "
                         f"{type(module).__name__}.")
-    if mask_means not in (None, "blocked", "keep"):
-        raise ValueError(f"mask_means must be 'blocked', 'keep' or None; got {mask_means!r}.")
-    if causal not in (None, True, False):
-        raise ValueError(f"causal must be True, False or None; got {causal!r}.")
+    if mask_means not in (None, "blocked", "keep", "additive"):
+        raise ValueError(f"mask_means must be 'blocked', 'keep', 'additive' or None; got "
+                         f"{mask_means!r}.")
+    for name, value in (("causal", causal), ("batch_first", batch_first)):
+        if value is not None and not isinstance(value, bool):
+            raise ValueError(f"{name} must be True, False or None; got {value!r}.")
+    for name, value in (("d_model", d_model), ("n_heads", n_heads)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or
+                                  value < 1):
+            raise ValueError(f"{name} must be an int >= 1; got {value!r}.")
     c = d_model if d_model is not None else _d_model(module)
     if c is None:
         raise ValueError(f"checkup could not find the model width of {type(module).__name__} "
                          "(no d_model/embed_dim attribute, no nn.Linear, no matrix parameter); "
                          "pass d_model=.")
     heads = n_heads if n_heads is not None else _find_int(module, _HEAD_NAMES)
+    if n_heads is not None and c % n_heads:
+        raise ValueError(f"n_heads={n_heads} does not divide d_model={c}: each head gets "
+                         "d_model / n_heads features.")
     params = inspect.signature(module.forward).parameters
     names = list(params)
     required = [n for n, p in params.items() if p.default is inspect.Parameter.empty
                 and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     n_inputs = 3 if len(required) >= 3 else 1
     first = getattr(module, "batch_first", True) if batch_first is None else batch_first
+    layout_known = batch_first is not None or hasattr(module, "batch_first")
     flag = next((n for n in _CAUSAL_FLAGS if n in names), None)
     pad = next((n for n in _PAD_NAMES if n in names), None)
     mask = next((n for n in _MASK_NAMES if n in names), None)
@@ -151,22 +167,26 @@ def adapt(module, *, d_model=None, n_heads=None, batch_first=None, mask_means=No
     meaning = {"pad": fixed_meaning.get(pad, mask_means), "mask": mask_means}
     # causal: "flag", "mask", "flag+mask" (the flag needs a mask too) or "none";
     # form: how padding goes in the mask argument: "4" (B, 1, T, T), "3" (B, T, T), "keys" (B, T)
-    style = {"causal": "flag" if flag else "mask", "form": "4"}
+    style = {"causal": "flag" if flag else "mask", "form": "4", "first": bool(first)}
 
-    def to_module(m, which):  # our True = blocked -> the module's meaning
+    def to_module(m, which, dtype):  # our True = blocked -> the module's meaning
+        if meaning[which] == "additive":  # a float mask added to the scores
+            return torch.zeros(m.shape, dtype=dtype).masked_fill(m, float("-inf"))
         return m if meaning[which] in (None, "blocked") else ~m
+
+    seen = {}
 
     def run(x, causal_, key_padding_mask, need_weights):
         b, t, _ = x.shape
         kw = {}
-        if flag:
-            kw[flag] = bool(causal_)
+        if flag:  # "flag_on" False: the mask alone makes it causal (the flag is a hint)
+            kw[flag] = bool(causal_) and style.get("flag_on", True)
         blocked = None
         if causal_ and style["causal"] in ("mask", "flag+mask") and mask:
             blocked = _causal_mask(t)  # (T, T)
         if key_padding_mask is not None:
             if pad:
-                kw[pad] = to_module(key_padding_mask, "pad")
+                kw[pad] = to_module(key_padding_mask, "pad", x.dtype)
             elif mask and style["form"] == "keys":
                 blocked = key_padding_mask  # (B, T): the module spreads it itself
             elif mask:
@@ -178,11 +198,11 @@ def adapt(module, *, d_model=None, n_heads=None, batch_first=None, mask_means=No
             kw[wflag] = bool(need_weights)
         if "average_attn_weights" in names:
             kw["average_attn_weights"] = False
-        inp = x if first else x.transpose(0, 1)
+        inp = x if style["first"] else x.transpose(0, 1)
         if blocked is not None:
-            kw[mask] = to_module(blocked, "mask")
-        out, w = _split(module(*([inp] * n_inputs), **kw))
-        if not first:
+            kw[mask] = to_module(blocked, "mask", x.dtype)
+        out, w = _split(module(*([inp] * n_inputs), **kw), seen)
+        if not style["first"]:
             out = out.transpose(0, 1)
         return out, w
 
@@ -191,6 +211,7 @@ def adapt(module, *, d_model=None, n_heads=None, batch_first=None, mask_means=No
     a._meaning, a._mask_name, a._pad_name = meaning, mask, pad
     a._style, a._flag = style, flag
     a._declared_causal = causal
+    a._layout_known, a._seen = layout_known, seen
     return a
 
 
@@ -199,8 +220,9 @@ def mask_meaning(a: Adapter, x, outputs_differ) -> str | None:
 
     Passes a causal mask both ways: the reading under which the output at
     position 0 ignores later tokens is the module's (``outputs_differ(a, b)``
-    compares two outputs). Returns "blocked", "keep", or None when neither
-    reading, or both, are causal (the module then ignores the mask or is broken).
+    compares two outputs). Returns "blocked", "keep", "additive" (a 0 / -inf float
+    mask, tried only when neither bool reading fits), or None when no reading, or
+    both bool ones, are causal (the module then ignores the mask or is broken).
     """
     name = getattr(a, "_mask_name", None)
     if name is None:
@@ -210,7 +232,9 @@ def mask_meaning(a: Adapter, x, outputs_differ) -> str | None:
     x2 = x.clone()
     x2[:, 1:] = -2.0 * x[:, 1:].flip(1)
     found = []
-    for reading in ("blocked", "keep"):
+    for reading in ("blocked", "keep", "additive"):
+        if reading == "additive" and found:
+            break  # a float mask only when no bool reading fits
         a._meaning["mask"] = reading
         try:
             first, second = a.run(x, True, None, False)[0], a.run(x2, True, None, False)[0]
@@ -236,7 +260,9 @@ def _meaning_from_padding(a, x, outputs_differ):
     x2 = x.clone()
     x2[:, t - 2:] = -2.0 * x[:, t - 2:]
     found = []
-    for reading in ("blocked", "keep"):
+    for reading in ("blocked", "keep", "additive"):
+        if reading == "additive" and found:
+            break  # a float mask only when no bool reading fits
         a._meaning["mask"] = reading
         try:
             first, second = a.run(x, False, pad, False)[0], a.run(x2, False, pad, False)[0]

@@ -85,6 +85,10 @@ MISTAKES = {
                         "built and skipped)",
     "dropout on masked scores": "dropout on the scores before softmax: -inf * 0 = NaN",
     "fully blocked row": "a row with every key blocked: softmax of all -inf is NaN",
+    "input changed in place": "the forward pass changes its input tensor in place (x.mul_, "
+                              "x += ...): the caller's tokens are changed",
+    "non-finite output": "NaN or inf on ordinary inputs with no mask (a division by zero, "
+                         "a log of 0, an overflow)",
 }
 
 TOL_EPS = {torch.float64: 64, torch.float32: 32, torch.float16: 16, torch.bfloat16: 8}
@@ -108,9 +112,6 @@ class CheckResult:
         """The named mistakes of a failed check, in words ('' when it did not fail)."""
         if self.passed is not False:
             return ""
-        if not self.mistakes and self.detail.startswith("calling it raised"):
-            return "no mistake measured: the call raised before the check could measure " \
-                "anything; fix that error first"
         return "; ".join(f"{m}: {MISTAKES[m]}" for m in self.mistakes) or CHECKS[self.name]
 
 
@@ -156,14 +157,42 @@ class Report:
     __repr__ = __str__
 
 
+MAX_SEED = 2**63 - 1  # torch's generator takes a signed 64-bit seed
+MAX_ATOL = 0.05  # above it a change as large as a leaked token's can count as equal
+MAX_SIZE = 64  # batch and length: the check-up calls the module ~length + 30 times
+
+
 def _check_number(name, value, *, integer):
-    kind = "an int >= 0" if integer else "a finite number >= 0"
     ok = isinstance(value, numbers.Integral if integer else numbers.Real) and \
         not isinstance(value, bool)
-    if ok and not integer:
-        ok = math.isfinite(float(value))
-    if not ok or value < 0:
-        raise ValueError(f"{name} must be {kind}; got {value!r}.")
+    if integer:
+        if not ok or not 0 <= value <= MAX_SEED:
+            raise ValueError(f"{name} must be an int >= 0 (at most 2**63 - 1, torch's "
+                             f"largest seed); got {value!r}.")
+    elif not ok or not math.isfinite(float(value)) or not 0 < value <= MAX_ATOL:
+        raise ValueError(f"atol must be a finite number with 0 < atol <= {MAX_ATOL} (0 counts "
+                         "rounding as a change; a larger atol counts a change as large as a "
+                         f"leaked token's as equal); got {value!r}.")
+
+
+def _tensors_checked(module):
+    """The module's dtype; refuses parameters off the CPU or of mixed float dtypes."""
+    tensors = [*module.parameters(), *module.buffers()]
+    devices = sorted({t.device.type for t in tensors} - {"cpu"})
+    if devices:
+        raise ValueError(f"the module's parameters are on {devices[0]}; the check-up runs on "
+                         "CPU tensors: move it with module.to('cpu') (a meta module needs "
+                         "module.to_empty(device='cpu') and its initialisation first).")
+    dtypes = sorted({str(t.dtype) for t in module.parameters() if t.is_floating_point()})
+    if len(dtypes) > 1:
+        raise ValueError(f"the module's parameters have mixed dtypes ({', '.join(dtypes)}); "
+                         "cast it to one with module.to(dtype) first.")
+    return next((t.dtype for t in tensors if t.is_floating_point()), torch.float32)
+
+
+def _not_run_report(notes, why):
+    """Every check not run, for a module the check-up could call but not measure."""
+    return Report([CheckResult(n, None, f"not run: {why}") for n in CHECKS], notes)
 
 
 def checkup(module, *, batch: int = 5, length: int = 5, seed: int = 0,
@@ -180,21 +209,25 @@ def checkup(module, *, batch: int = 5, length: int = 5, seed: int = 0,
     its first ``nn.Linear``, the number of score maps it computes) unless given.
     ``mask_means``, ``causal``: see :func:`adapt`.
 
-    Refuses (``ValueError``) ``batch < 2``, ``length < 3``, a negative, NaN or
-    non-number ``atol``, a ``seed`` that is not an int >= 0, and a module whose
+    Refuses (``ValueError``) ``batch`` outside 2..64, ``length`` outside 3..64, an
+    ``atol`` that is not a number in (0, 0.05], a ``seed`` that is not an int in
+    0..2**63 - 1, parameters off the CPU or of mixed dtypes, and a module whose
     plain call raises ``TypeError`` or changes the shape (before any check,
-    naming what it got).
+    naming what it got). A plain call that raises anything else is reported:
+    every check not run, saying what it raised.
     """
     for name, value, least in (("batch", batch, 2), ("length", length, 3)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"{name} must be an int >= {least}; got {value!r}.")
+        if isinstance(value, bool) or not isinstance(value, int) or \
+                not least <= value <= MAX_SIZE:
+            raise ValueError(f"{name} must be an int from {least} to {MAX_SIZE} (the check-up "
+                             f"calls the module about length + 30 times; small inputs show "
+                             f"every mistake it names); got {value!r}.")
     _check_number("seed", seed, integer=True)
     if atol is not None:
         _check_number("atol", atol, integer=False)
     a = adapt(module, d_model=d_model, n_heads=n_heads, batch_first=batch_first,
               mask_means=mask_means, causal=causal)
-    tensors = [*a.module.parameters(), *a.module.buffers()]
-    dtype = next((t.dtype for t in tensors if t.is_floating_point()), torch.float32)
+    dtype = _tensors_checked(a.module)
     g = torch.Generator().manual_seed(int(seed))
     x = torch.randn(batch, length, a.d_model, generator=g, dtype=torch.float64).to(dtype)
     x_other = 2 * torch.randn(x.shape, generator=g, dtype=torch.float64).to(dtype)
@@ -208,18 +241,29 @@ def checkup(module, *, batch: int = 5, length: int = 5, seed: int = 0,
         a.module.eval()
         try:
             ctx = _checks.Context(a, x, x_other, pad, atol, TOL_EPS.get(dtype, 32) * eps, g)
-            _checks.probe(ctx)
+            raised = _checks.probe(ctx)
+            if raised:
+                return _not_run_report(report.notes, raised)
+            if "returned" in getattr(a, "_seen", {}):
+                report.notes.append(a._seen["returned"])
+            _checks.settle_layout(ctx, report.notes)
             _checks.settle_call(ctx, report.notes)
             if getattr(a, "_mask_name", None) and a._meaning["mask"] is None and \
                     a._style["causal"] != "flag":
                 found = mask_meaning(a, x, ctx.differ)
+                other = {"keep": "blocked", "blocked": "keep"}.get(found)
                 report.notes.append(
-                    f"{a._mask_name}=: True read as {found} (from the module's behaviour; "
-                    "pass mask_means= to insist)" if found else
+                    f"{a._mask_name}=: read as an additive float mask (0 kept, -inf blocked) "
+                    "(from the module's behaviour: no bool reading is causal; pass "
+                    "mask_means= to insist)" if found == "additive" else
+                    f"{a._mask_name}=: True read as {found} (from the module's behaviour; if "
+                    f"yours means True = {other}, its mask is inverted: pass "
+                    f"mask_means={other!r} to check it so)" if found else
                     f"{a._mask_name}=: no reading of True gives a causal output; used True "
                     "= blocked")
                 a._meaning["mask"] = found or "blocked"
             _checks.settle(ctx, report.notes)
+            _checks.preconditions(ctx)
             for name, check in _checks.CHECK_FUNCTIONS.items():
                 try:
                     passed, detail, *named = check(ctx)
@@ -227,9 +271,10 @@ def checkup(module, *, batch: int = 5, length: int = 5, seed: int = 0,
                     passed, named = None, []
                     detail = f"not run: {err}: the module does not take the mask this check " \
                         "passes (pass an Adapter that calls it)"
-                except Exception as err:  # noqa: BLE001 - a call that raises is a measurement
-                    passed, detail, named = False, "calling it raised " + \
-                        f"{type(err).__name__}: " + str(err).strip().splitlines()[0][:120], []
+                except Exception as err:  # noqa: BLE001 - the check-up's own call failed
+                    passed, named = None, []
+                    detail = "not run: calling the module for this check raised " + \
+                        f"{type(err).__name__}: " + str(err).strip().splitlines()[0][:120]
                 report.results.append(CheckResult(name, passed, detail,
                                                   tuple(named[0]) if named else ()))
         finally:

@@ -60,9 +60,10 @@ def build(obj, d_model: int, heads: int):
         if kw and not required:
             return obj(**kw)
         return obj(d_model, heads) if len(params) >= 2 else obj(d_model)
-    except TypeError as err:
+    except Exception as err:  # noqa: BLE001 - e.g. a constructor that takes a config object
         raise TypeError(f"could not build {obj.__name__} from d_model={d_model}, heads={heads} "
-                        f"({err}); add a function to the file that returns the module, e.g. "
+                        f"({type(err).__name__}: {err}); add a function to the file that "
+                        "returns the module, e.g. "
                         f"def make(): return {obj.__name__}(...), and pass file.py:make") from err
 
 
@@ -82,6 +83,14 @@ def main(argv=None) -> int:
     parser.add_argument("--seq-first", action="store_true",
                         help="the module reads (T, B, C) and has no batch_first attribute")
     args = parser.parse_args(argv)
+    for flag, value in (("--d-model", args.d_model), ("--heads", args.heads)):
+        if value < 1:
+            print(f"checkup: {flag} must be an int >= 1; got {value}.", file=sys.stderr)
+            return 2
+    if args.d_model % args.heads:
+        print(f"checkup: --heads {args.heads} does not divide --d-model {args.d_model}.",
+              file=sys.stderr)
+        return 2
     try:
         torch.manual_seed(args.seed)
         module = build(load(args.target), args.d_model, args.heads)

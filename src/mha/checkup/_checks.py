@@ -51,8 +51,8 @@ class Context:
 
     def run(self, x, causal, pad=None, need_weights=False):
         # grad on, always: nn.MultiheadAttention takes one path (not its fused no-grad path)
-        with torch.enable_grad():
-            out, w = self.a.run(x, causal, pad, need_weights)
+        with torch.enable_grad():  # a copy: a module that changes its input changes no other
+            out, w = self.a.run(x.clone(), causal, pad, need_weights)
         if tuple(out.shape) != tuple(x.shape):
             raise ShapeChanged(f"the output has shape {tuple(out.shape)} for x of shape "
                                f"{tuple(x.shape)}")
@@ -65,15 +65,79 @@ def probe(ctx):
     try:
         out, _ = ctx.a.run(x, False, None, False)
     except TypeError as err:
+        if "checkup could not" in str(err) or "must return" in str(err):
+            raise
         raise TypeError(f"checkup could not call the module: {err}. Pass d_model=, "
                         "batch_first=, or wrap it in checkup.Adapter(module, d_model, n_heads, "
                         "run) with a run(x, causal, key_padding_mask, need_weights) that "
                         "calls it.") from err
+    except Exception as err:  # noqa: BLE001 - the module's own error: reported, not a check
+        return (f"calling the module on x of shape {tuple(x.shape)} raised "
+                f"{type(err).__name__}: " + str(err).strip().splitlines()[0][:120]
+                if str(err).strip() else f"calling the module raised {type(err).__name__}")
     if tuple(out.shape) != tuple(x.shape):
         raise ValueError(f"the module returned out of shape {tuple(out.shape)} for x of shape "
                          f"{tuple(x.shape)}; the check-up needs (B, T, C) in and out (pass "
                          "batch_first= if it reads (T, B, C)).")
     del a
+    return None
+
+
+def _axes_independent(ctx):
+    """``(along 0, along 1)``: does changing index 0 of that axis change the others' outputs."""
+    x = ctx.x
+    out0 = ctx.run(x, False)[0]
+    xa, xb = x.clone(), x.clone()
+    xa[0], xb[:, 0] = ctx.x_other[0], ctx.x_other[:, 0]
+    return (not ctx.differ(out0[1:], ctx.run(xa, False)[0][1:]),
+            not ctx.differ(out0[:, 1:], ctx.run(xb, False)[0][:, 1:]))
+
+
+def settle_layout(ctx, notes):
+    """(B, T, C) or (T, B, C) for a (query, key, value) module with no batch_first: the axis
+    whose entries stay independent is its batch (nn.MultiheadAttention's default is (T, B, C))."""
+    a = ctx.a
+    if getattr(a, "_layout_known", True) or "x, x, x" not in notes[0]:
+        return
+    try:
+        along_0, along_1 = _axes_independent(ctx)
+    except Exception:  # noqa: BLE001 - the checks will report what the call raises
+        return
+    if along_1 and not along_0:
+        a._style["first"] = False
+        notes[0] = notes[0].replace("(B, T, C)", "(T, B, C)")
+        notes.append("no batch_first attribute: read as sequence-first (T, B, C), because the "
+                     "entries of axis 1 stay independent and those of axis 0 do not (pass "
+                     "batch_first=True to insist on (B, T, C))")
+
+
+def preconditions(ctx):
+    """Before the checks: two eval() calls agree, the output is finite, the input is left as it
+    was (every check's call gets a copy of x, so a change in place is reported, not spread).
+    A check that compares outputs is not run when two calls differ or the output is not
+    finite (``ctx.unsure``)."""
+    ctx.mutated, ctx.varies, ctx.nonfinite, ctx.unsure = 0.0, 0.0, False, None
+    x = ctx.x.clone()
+    try:
+        ctx.a.run(x, False, None, False)  # Context.run passes a copy: this call gets x itself
+        ctx.mutated = ctx.largest(x, ctx.x)
+        plain = ctx.run(ctx.x, False)[0]
+        bad_rows = ~torch.isfinite(plain).all(dim=-1).all(dim=0)  # (T,)
+        # an always-causal module's plain call is causal: a NaN in some rows is a blocked
+        # row (causality names it); NaN everywhere is not
+        ctx.nonfinite = bool(bad_rows.all() if ctx.a.causal == "always" else bad_rows.any())
+        if ctx.nonfinite:  # a softmax row with every score blocked: a mask's NaN, not this
+            _, tr = trace(lambda: ctx.run(ctx.x, False), ctx.x)
+            ctx.nonfinite = not any(bool(((ev.scores <= NEG) | torch.isneginf(ev.scores))
+                                         .all(dim=-1).any()) for ev in tr.events)
+        ctx.varies = ctx.largest(plain, ctx.run(ctx.x, False)[0])
+    except Exception:  # noqa: BLE001 - the checks report what the calls raise
+        pass
+    if ctx.varies > 0:
+        ctx.unsure = "two calls in eval() differ (see eval determinism)"
+    elif ctx.nonfinite:
+        ctx.unsure = ("the output has NaN or inf with no mask at all (see finite in "
+                      "training)")
 
 
 def _reads(ctx, causal, pad=None):
@@ -118,6 +182,7 @@ def settle_call(ctx, notes):
             style["causal"] = "flag+mask"  # e.g. nn.MultiheadAttention's is_causal is a hint
             notes.append(f"{a._flag}=True alone raised ({type(err).__name__}); the causal mask "
                          f"goes in {a._mask_name}= as well")
+            _hint_off_if_the_mask_suffices(ctx)
     if a.weights == "flag":
         try:
             w = ctx.run(ctx.x, False, None, True)[1]
@@ -127,6 +192,20 @@ def settle_call(ctx, notes):
                          f"{str(err).splitlines()[0][:80]}")
         if w is None:
             a.weights = None
+
+
+def _hint_off_if_the_mask_suffices(ctx):
+    """With the mask alone (the flag False) position 0 ignores later tokens: pass the flag as
+    False, as torch may take ``is_causal=True`` as a hint that replaces the mask."""
+    style, x = ctx.a._style, ctx.x
+    x2 = x.clone()
+    x2[:, 1:] = ctx.x_other[:, 1:]
+    style["flag_on"] = False
+    try:
+        first, second = ctx.run(x, True)[0][:, :1], ctx.run(x2, True)[0][:, :1]
+        style["flag_on"] = not (torch.isfinite(first).all() and not ctx.differ(first, second))
+    except Exception:  # noqa: BLE001 - the mask alone does not fit: keep the flag on
+        style["flag_on"] = True
 
 
 def _settle_mask_form(ctx, notes):
@@ -186,6 +265,8 @@ def settle(ctx, notes):
 
 def causality(ctx):
     a, t = ctx.a, ctx.t
+    if ctx.unsure:
+        return None, f"not run: {ctx.unsure}, so a change in the output measures nothing"
     if a.causal == "never":
         return None, ("not run: the module has no causal option (no is_causal / causal / mask "
                       "argument, no triangular buffer) and each position reads every other; "
@@ -260,6 +341,8 @@ def _after_or_ignored(tr):
 
 def padding(ctx):
     a = ctx.a
+    if ctx.unsure:
+        return None, f"not run: {ctx.unsure}, so a change in the output measures nothing"
     if not a.padding:
         return None, ("not run: the module takes no key padding mask (no key_padding_mask / "
                       "padding_mask / mask argument); give forward one to run it")
@@ -303,6 +386,8 @@ def _reads_only_padding(ctx, b):
 
 def batch(ctx):
     a = ctx.a
+    if ctx.unsure:
+        return None, f"not run: {ctx.unsure}, so a change in the output measures nothing"
     x2 = ctx.x.clone()
     x2[0] = ctx.x_other[0]
     pad, pad2 = (ctx.pad, ctx.pad.clone()) if a.padding else (None, None)
@@ -318,6 +403,8 @@ def batch(ctx):
 
 
 def positions(ctx):
+    if ctx.unsure:
+        return None, f"not run: {ctx.unsure}, so a change in the output measures nothing"
     if ctx.a.causal == "always":
         return None, ("not run: the module is always causal; the permutation test needs a "
                       "call without a mask (causality checks the split instead)")
@@ -328,6 +415,13 @@ def positions(ctx):
     tol = ctx.tol(out)
     if d <= tol:
         return True, f"permuting the tokens permutes the outputs (under {tol:.2g})"
+    same = ctx.x[:, :1].expand_as(ctx.x).clone()  # every token the same
+    out_same = ctx.run(same, False)[0]
+    if not ctx.differ(out_same, out_same[:, :1].expand_as(out_same)):
+        return None, (f"not run: permuting the tokens changes the outputs by {d:.2g}, but "
+                      "identical tokens give identical outputs at every position: the "
+                      "outputs depend on position (RoPE, ALiBi, relative position terms), "
+                      "which permuting legitimately changes")
     return False, (f"permuting the tokens changes the outputs by {d:.2g} beyond the "
                    "permutation: rows of a head are not positions"), ["view split"]
 
@@ -430,6 +524,8 @@ def rows(ctx):
 
 def weights_path(ctx):
     a = ctx.a
+    if ctx.unsure and a.weights:
+        return None, f"not run: {ctx.unsure}, so a change in the output measures nothing"
     if not a.weights:
         return None, ("not run: the module returns no weights; give forward a need_weights "
                       "argument (or return (out, weights)) to run it")
@@ -464,6 +560,9 @@ def weights_path(ctx):
 
 
 def determinism(ctx):
+    if ctx.mutated > 0:
+        return False, (f"the call changes its input x in place (by up to {ctx.mutated:.2g}): "
+                       "a second call sees other inputs"), ["input changed in place"]
     first = ctx.run(ctx.x, ctx.causal_call)[0]
     second = ctx.run(ctx.x, ctx.causal_call)[0]
     if torch.allclose(first, second, rtol=0.0, atol=0.0, equal_nan=True):
@@ -473,6 +572,9 @@ def determinism(ctx):
 
 
 def spread(ctx):
+    if ctx.mutated > 0:
+        return None, ("not run: the module changes its input in place, so its scores are not "
+                      "those of x (see eval determinism)")
     _, used = _scores_of_call(ctx)
     if not used:
         return None, "not run: no softmax over (T, T) scores and no SDPA call was seen"
@@ -509,6 +611,9 @@ def training(ctx):
         ctx.a.module.eval()
     if torch.isfinite(out).all():
         return True, "finite"
+    if ctx.nonfinite:
+        return False, ("NaN or inf in the output in eval() already, with no mask at all"), \
+            ["non-finite output"]
     if not torch.isfinite(ctx.run(ctx.x, ctx.causal_call)[0]).all():
         # the NaN is there without training: not this check's to explain (causality names it)
         return None, ("not run: the output has NaN or inf in eval() too, so train() adds "
