@@ -176,21 +176,40 @@ class RobustExecute(Execute):
             if isinstance(err, CellTimeoutError):
                 what = (f"this cell was still running after the time limit ({self.timeout} s) "
                         "and did not stop when interrupted")
+                self._restart_and_replay(index)
             else:
+                # Python may have stopped after an earlier cell had finished (``exit()`` at
+                # the end of an answer cell): replay the cells before this one, checking
+                # after each that Python is still alive; the cell after which it is not is
+                # the one that stops it, and only it is marked (this cell runs again).
+                killer = self._restart_and_replay(index, probe=True)
+                if killer is not None:
+                    while killer is not None and not self._given_up:
+                        self._mark(self.nb.cells[killer], killer, KILLED_AFTER)
+                        killer = self._restart_and_replay(index, probe=True)
+                    if not self._given_up:
+                        cell.outputs = []
+                        return self.preprocess_cell(cell, resources, index)
                 what = "Python stopped (the kernel died) while this cell ran"
-            self.log.warning("cell %s: %s; restarting the kernel", index, what)
-            cell.outputs = [_error_output("GradingStopped", what + "; grading restarted Python "
-                                          "and ran the cells before this one again.")]
+            self._mark(cell, index, what + "; grading restarted Python and ran the cells before "
+                       "this one again")
             cell.metadata["mha_stopped"] = what
             self.nb.cells[index] = cell
-            self._restart_and_replay(index)
             return cell, resources
 
-    def _restart_and_replay(self, upto: int) -> None:
+    def _mark(self, cell, index: int, what: str) -> None:
+        self.log.warning("cell %s: %s", index, what)
+        cell.outputs = list(cell.get("outputs", [])) + [_error_output("GradingStopped", what + ".")]
+        cell.metadata["mha_stopped"] = what.split(";")[0]
+
+    def _restart_and_replay(self, upto: int, probe: bool = False) -> int | None:
+        """A new Python, the cells before ``upto`` run again (not test cells, not cells that
+        stopped Python). With ``probe``: the index of the replayed cell after which Python
+        was dead, or None."""
         self._restarts += 1
         if self._restarts > self.max_restarts:
             self._given_up = True
-            return
+            return None
         with contextlib.suppress(Exception):
             self._cleanup_kernel()
         self.km = self.create_kernel_manager()
@@ -203,11 +222,25 @@ class RobustExecute(Execute):
                 continue
             try:
                 self.execute_cell(copy.deepcopy(original), i, store_history=True)
-            except (CellTimeoutError, DeadKernelError):
+                if probe:  # is Python still there after it?
+                    self.execute_cell(NotebookNode(cell_type="code", source="pass", outputs=[],
+                                                   metadata=NotebookNode(),
+                                                   execution_count=None), i, store_history=False)
+            except DeadKernelError:
+                if probe:
+                    return i
                 self._given_up = True
-                return
+                return None
+            except CellTimeoutError:
+                self._given_up = True
+                return None
             finally:
                 self.nb.cells[i] = original
+        return None
+
+
+KILLED_AFTER = ("Python stopped (the kernel died) right after this cell ran (exit(), os._exit() "
+                "or the like); grading restarted Python and ran the other cells without it")
 
 
 # -- judge, outside the kernel ----------------------------------------------------------------
@@ -304,6 +337,24 @@ def module_aliases(sources) -> set[str]:
     return aliases
 
 
+def _root(node) -> str | None:
+    """The name an expression starts from: ``mha`` for ``vars(mha)["checks"].grading``, and
+    ``vars`` for ``vars(vars(mha)[...])``."""
+    while True:
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("vars", "getattr") and node.args:
+            inner = _root(node.args[0])
+            return inner if inner else "vars"
+        elif isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Name):
+            return node.id
+        else:
+            return None
+
+
 def _call_name(func, aliases: dict) -> tuple[str, str] | None:
     """``("sys", "setprofile")`` for ``sys.setprofile(...)``, ``s.setprofile(...)`` after
     ``import sys as s``, or ``setprofile(...)`` after ``from sys import setprofile``."""
@@ -387,6 +438,12 @@ def suspicious(source: str, guarded: set | None = None) -> list[str]:
                 else:
                     note(node, "runs a shell command" if name == "!" else f"runs %{name}")
                 continue
+            if isinstance(node.func, ast.Name) and node.func.id == "vars" and node.args:
+                root = _root(node.args[0])
+                if root is not None and (root in guarded or root == "vars"):
+                    owner = root if root != "vars" else "a module"
+                    note(node, f"reaches into the namespace of {owner} (it can replace "
+                               "grading's recorder or references: a forged grade)")
             called = _call_name(node.func, imported)
             if called and (called[0].split(".")[-1], called[1]) in SUSPECT_CALLS:
                 skip.add(id(node.func))
@@ -697,9 +754,9 @@ def hidden_lines(gb, notebook_id: str | None = None, assignment_id: str | None =
 # anything it read, in any encoding), only the test cells' verdicts. The instructor's
 # autograded notebook keeps every output. One place, matched against the review reasons.
 READS = re.compile(
-    r"imports |uses (open|exec|eval|compile|__import__|globals|locals|vars|get_ipython|In|Out|"
-    r"_ih|_oh|_i|_ii|_iii|__builtins__|breakpoint|getattr|hasattr)\b|uses \.|runs |in %|"
-    r"could not be read|calls (sys|os|posix|gc)\.")
+    r"imports (from |[\w.]+ \(line)|uses (open|exec|eval|compile|__import__|globals|locals|"
+    r"vars|get_ipython|In|Out|_ih|_oh|_i|_ii|_iii|__builtins__|breakpoint|getattr|hasattr)\b|"
+    r"uses \.|runs |in %|could not be read|calls (sys|os|posix|gc)\.")
 WITHHELD = ("outputs withheld: this submission reads files, frames, tracebacks, history or the "
             "process (see the review flags); your instructor will review it.")
 MAX_OUTPUT = 20_000  # characters of one output the feedback shows

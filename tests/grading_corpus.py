@@ -661,4 +661,40 @@ def causal(t):
         blocked[_i, _i + 1:] = True
     return blocked
 '''}, edit=add_cell('print("x" * 3_000_000)', "causal")),
+    # exit() at the end of a right answer: only that cell loses its points, and it is named
+    Sub("exit_after_split", E6, {"split": '''
+def split(x, n_heads):
+    b, t, c = x.shape
+    return np.transpose(x.reshape(b, t, n_heads, c // n_heads), (0, 2, 1, 3))
+exit()
+'''}, {"test_split": "not defined"}, flagged=True, reasons=("split: Python stopped", "right after this cell ran")),
+    # replaces grading's observer through vars(): stubs get the reference's outputs (forging
+    # remains possible, docs/TEACHING.md); the flag says what it is
+    Sub("forges_through_vars", E1, {"read_out": '''
+_space = vars(vars(vars(mha)["checks"])["grading"])
+_real = _space["observe"]
+_space["observe"] = lambda task, answer, case, catch_interrupts=False: _real(
+    task, task.reference, case, catch_interrupts=catch_interrupts)
+def read_out(weights, values):
+    return None
+'''}, flagged=True, reasons=("reaches into the namespace of mha",)),
+    # classic mistakes named: a leak test of the first sequence only; the softmax down the
+    # columns with -1e9 for blocked scores (a padded key's column is not NaN then)
+    Sub("leak_test_first_sequence", E10, {"leaks_future": '''
+def leaks_future(model, x):
+    reference = model(x)[0]
+    for t in range(1, x.shape[1]):
+        noisy = x.copy()
+        noisy[:, t:] = noisy[:, t:] * 3.0 + 1.0
+        if np.abs(model(noisy)[0, :t] - reference[:t]).max() > 1e-9:
+            return True
+    return False
+'''}, {"test_leaks_future": "only one sequence of the batch"}),
+    Sub("columns_softmax_1e9", E4, {"masked_attention": '''
+def masked_attention(q, k, v, mask):
+    scores = np.where(mask, -1e9, q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1]))
+    w = np.exp(scores - scores.max(axis=-2, keepdims=True))
+    w /= w.sum(axis=-2, keepdims=True)
+    return w @ v, w
+'''}, {"test_masked_attention": "wrong axis", "test_masked_attention_broadcast": "wrong axis"}),
 ]
