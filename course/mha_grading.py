@@ -184,10 +184,21 @@ class RobustExecute(Execute):
                 # the one that stops it, and only it is marked (this cell runs again).
                 killer = self._restart_and_replay(index, probe=True)
                 if killer is not None:
+                    first = killer
                     while killer is not None and not self._given_up:
                         self._mark(self.nb.cells[killer], killer, KILLED_AFTER)
+                        first = min(first, killer)
                         killer = self._restart_and_replay(index, probe=True)
                     if not self._given_up:
+                        # the test cells that ran between the killer and here ran on
+                        # borrowed time (Python stops 0.1 s after exit()): run them again
+                        for g in range(first + 1, index):
+                            test = self.nb.cells[g]
+                            if test.cell_type == "code" and utils.is_grade(test):
+                                test.outputs = []
+                                with contextlib.suppress(CellTimeoutError, DeadKernelError):
+                                    self.execute_cell(test, g, store_history=True)
+                                self.nb.cells[g] = test
                         cell.outputs = []
                         return self.preprocess_cell(cell, resources, index)
                 what = "Python stopped (the kernel died) while this cell ran"
@@ -222,10 +233,13 @@ class RobustExecute(Execute):
                 continue
             try:
                 self.execute_cell(copy.deepcopy(original), i, store_history=True)
-                if probe:  # is Python still there after it?
-                    self.execute_cell(NotebookNode(cell_type="code", source="pass", outputs=[],
-                                                   metadata=NotebookNode(),
-                                                   execution_count=None), i, store_history=False)
+                if probe:  # is Python stopping after it? (exit() stops it 0.1 s later)
+                    check = NotebookNode(cell_type="code", outputs=[], metadata=NotebookNode(),
+                                         execution_count=None,
+                                         source="print(get_ipython().exit_now)")
+                    self.execute_cell(check, i, store_history=False)
+                    if any("True" in str(o.get("text", "")) for o in check.outputs):
+                        return i
             except DeadKernelError:
                 if probe:
                     return i
