@@ -661,13 +661,6 @@ def causal(t):
         blocked[_i, _i + 1:] = True
     return blocked
 '''}, edit=add_cell('print("x" * 3_000_000)', "causal")),
-    # exit() at the end of a right answer: only that cell loses its points, and it is named
-    Sub("exit_after_split", E6, {"split": '''
-def split(x, n_heads):
-    b, t, c = x.shape
-    return np.transpose(x.reshape(b, t, n_heads, c // n_heads), (0, 2, 1, 3))
-exit()
-'''}, {"test_split": "not defined"}, flagged=True, reasons=("split: Python stopped", "right after this cell ran")),
     # replaces grading's observer through vars(): stubs get the reference's outputs (forging
     # remains possible, docs/TEACHING.md); the flag says what it is
     Sub("forges_through_vars", E1, {"read_out": '''
@@ -689,7 +682,7 @@ def leaks_future(model, x):
         if np.abs(model(noisy)[0, :t] - reference[:t]).max() > 1e-9:
             return True
     return False
-'''}, {"test_leaks_future": "only one sequence of the batch"}),
+'''}, {"test_leaks_future": "only compares the first sequence of the batch"}),
     Sub("columns_softmax_1e9", E4, {"masked_attention": '''
 def masked_attention(q, k, v, mask):
     scores = np.where(mask, -1e9, q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1]))
