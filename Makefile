@@ -97,8 +97,10 @@ course-zip-collect: $(STAMP)
 	cp "$(ZIPS)"/* $(COURSE)/downloaded/$(ASSIGNMENT)/archive/
 	$(NBGRADER) zip_collect $(ASSIGNMENT) --force --strict --collector=lms_collectors.$(LMS)Collector
 
+# One nbgrader for the class, started again after a submission that kills it (that one gets
+# 0 points and a review flag): tools/course_autograde.py.
 course-autograde: $(STAMP)
-	$(NBGRADER) autograde "*" --force
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python tools/course_autograde.py "$(COURSE)"
 
 course-feedback: $(STAMP)
 	$(NBGRADER) generate_feedback "*" --force

@@ -176,21 +176,51 @@ class RobustExecute(Execute):
             if isinstance(err, CellTimeoutError):
                 what = (f"this cell was still running after the time limit ({self.timeout} s) "
                         "and did not stop when interrupted")
+                self._restart_and_replay(index)
             else:
+                # Python may have stopped after an earlier cell had finished (``exit()`` at
+                # the end of an answer cell): replay the cells before this one, checking
+                # after each that Python is still alive; the cell after which it is not is
+                # the one that stops it, and only it is marked (this cell runs again).
+                killer = self._restart_and_replay(index, probe=True)
+                if killer is not None:
+                    first = killer
+                    while killer is not None and not self._given_up:
+                        self._mark(self.nb.cells[killer], killer, KILLED_AFTER)
+                        first = min(first, killer)
+                        killer = self._restart_and_replay(index, probe=True)
+                    if not self._given_up:
+                        # the test cells that ran between the killer and here ran on
+                        # borrowed time (Python stops 0.1 s after exit()): run them again
+                        for g in range(first + 1, index):
+                            test = self.nb.cells[g]
+                            if test.cell_type == "code" and utils.is_grade(test):
+                                test.outputs = []
+                                with contextlib.suppress(CellTimeoutError, DeadKernelError):
+                                    self.execute_cell(test, g, store_history=True)
+                                self.nb.cells[g] = test
+                        cell.outputs = []
+                        return self.preprocess_cell(cell, resources, index)
                 what = "Python stopped (the kernel died) while this cell ran"
-            self.log.warning("cell %s: %s; restarting the kernel", index, what)
-            cell.outputs = [_error_output("GradingStopped", what + "; grading restarted Python "
-                                          "and ran the cells before this one again.")]
+            self._mark(cell, index, what + "; grading restarted Python and ran the cells before "
+                       "this one again")
             cell.metadata["mha_stopped"] = what
             self.nb.cells[index] = cell
-            self._restart_and_replay(index)
             return cell, resources
 
-    def _restart_and_replay(self, upto: int) -> None:
+    def _mark(self, cell, index: int, what: str) -> None:
+        self.log.warning("cell %s: %s", index, what)
+        cell.outputs = list(cell.get("outputs", [])) + [_error_output("GradingStopped", what + ".")]
+        cell.metadata["mha_stopped"] = what.split(";")[0]
+
+    def _restart_and_replay(self, upto: int, probe: bool = False) -> int | None:
+        """A new Python, the cells before ``upto`` run again (not test cells, not cells that
+        stopped Python). With ``probe``: the index of the replayed cell after which Python
+        was dead, or None."""
         self._restarts += 1
         if self._restarts > self.max_restarts:
             self._given_up = True
-            return
+            return None
         with contextlib.suppress(Exception):
             self._cleanup_kernel()
         self.km = self.create_kernel_manager()
@@ -203,11 +233,28 @@ class RobustExecute(Execute):
                 continue
             try:
                 self.execute_cell(copy.deepcopy(original), i, store_history=True)
-            except (CellTimeoutError, DeadKernelError):
+                if probe:  # is Python stopping after it? (exit() stops it 0.1 s later)
+                    check = NotebookNode(cell_type="code", outputs=[], metadata=NotebookNode(),
+                                         execution_count=None,
+                                         source="print(get_ipython().exit_now)")
+                    self.execute_cell(check, i, store_history=False)
+                    if any("True" in str(o.get("text", "")) for o in check.outputs):
+                        return i
+            except DeadKernelError:
+                if probe:
+                    return i
                 self._given_up = True
-                return
+                return None
+            except CellTimeoutError:
+                self._given_up = True
+                return None
             finally:
                 self.nb.cells[i] = original
+        return None
+
+
+KILLED_AFTER = ("Python stopped (the kernel died) right after this cell ran (exit(), os._exit() "
+                "or the like); grading restarted Python and ran the other cells without it")
 
 
 # -- judge, outside the kernel ----------------------------------------------------------------
@@ -219,7 +266,7 @@ SUSPECT_MODULES = {
     "ipykernel", "types", "linecache", "atexit", "faulthandler", "code", "codeop", "pdb", "dis",
     "marshal", "socket", "shutil", "pathlib", "tempfile", "sqlite3", "_sqlite3", "nbgrader",
     "tracemalloc", "_tracemalloc", "asyncio", "concurrent", "pickle", "io", "_io", "runpy",
-    "contextlib", "unittest", "pytest", "zipimport", "_imp",
+    "contextlib", "unittest", "pytest", "zipimport", "_imp", "glob",
 }
 SUSPECT_NAMES = {
     "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "setattr", "delattr",
@@ -247,6 +294,7 @@ MODULE_ALIASES = {"np", "numpy", "mha", "torch", "F", "nn", "math", "scipy", "bu
 # as xp``, ``from numpy import linalg``, ``xp = np``) is watched like ``np``.
 GUARDED_MODULES = {"numpy", "mha", "torch", "scipy", "builtins", "math", "random", "operator",
                    "functools", "sys", "IPython", "ipykernel", "nbgrader"}
+HISTORY_NAMES = {"In", "Out", "_ih", "_oh", "_i", "_ii", "_iii"}
 INTERRUPTS = {"BaseException", "KeyboardInterrupt", "SystemExit", "GeneratorExit"}
 # IPython magics a learner uses innocently: the code they run is read like the cell's own.
 QUIET_MAGICS = {"time", "timeit", "capture", "matplotlib", "precision"}
@@ -303,6 +351,24 @@ def module_aliases(sources) -> set[str]:
     return aliases
 
 
+def _root(node) -> str | None:
+    """The name an expression starts from: ``mha`` for ``vars(mha)["checks"].grading``, and
+    ``vars`` for ``vars(vars(mha)[...])``."""
+    while True:
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("vars", "getattr") and node.args:
+            inner = _root(node.args[0])
+            return inner if inner else "vars"
+        elif isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Name):
+            return node.id
+        else:
+            return None
+
+
 def _call_name(func, aliases: dict) -> tuple[str, str] | None:
     """``("sys", "setprofile")`` for ``sys.setprofile(...)``, ``s.setprofile(...)`` after
     ``import sys as s``, or ``setprofile(...)`` after ``from sys import setprofile``."""
@@ -345,6 +411,10 @@ def suspicious(source: str, guarded: set | None = None) -> list[str]:
             found.append(entry)
 
     skip = set()  # nodes already reported through the call that holds them
+    # IPython's history names (``_i``, ``In`` ...) count only when the cell reads them without
+    # assigning them itself (``for _i in range(3)`` is an ordinary loop variable).
+    assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Store) and n.id in HISTORY_NAMES}
     imported = {}  # local name -> module or module.function it stands for
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -366,7 +436,8 @@ def suspicious(source: str, guarded: set | None = None) -> list[str]:
                 note(node, f"imports from {module or '.'}")
         elif id(node) in skip:
             continue
-        elif isinstance(node, ast.Name) and node.id in SUSPECT_NAMES:
+        elif isinstance(node, ast.Name) and node.id in SUSPECT_NAMES and \
+                node.id not in assigned:
             note(node, f"uses {node.id}")
         elif isinstance(node, ast.Attribute) and node.attr in SUSPECT_ATTRIBUTES:
             note(node, f"uses .{node.attr}")
@@ -381,6 +452,12 @@ def suspicious(source: str, guarded: set | None = None) -> list[str]:
                 else:
                     note(node, "runs a shell command" if name == "!" else f"runs %{name}")
                 continue
+            if isinstance(node.func, ast.Name) and node.func.id == "vars" and node.args:
+                root = _root(node.args[0])
+                if root is not None and (root in guarded or root == "vars"):
+                    owner = root if root != "vars" else "a module"
+                    note(node, f"reaches into the namespace of {owner} (it can replace "
+                               "grading's recorder or references: a forged grade)")
             called = _call_name(node.func, imported)
             if called and (called[0].split(".")[-1], called[1]) in SUSPECT_CALLS:
                 skip.add(id(node.func))
@@ -430,7 +507,7 @@ def _static_flags(nb) -> list[str]:
     return flags
 
 
-def forbidden_mentions(source: str, names: set) -> list[str]:
+def forbidden_mentions(source: str, names: set, aliases: set | None = None) -> list[str]:
     """Where ``source`` names a function a task forbids (``mha.attention``, ``from mha import
     softmax``), even outside the answer function, where the profile hook does not look."""
     tree, _ = parse(source)  # a cell that cannot be read is flagged by suspicious()
@@ -442,7 +519,7 @@ def forbidden_mentions(source: str, names: set) -> list[str]:
             root = node.value
             while isinstance(root, ast.Attribute):
                 root = root.value
-            if isinstance(root, ast.Name) and root.id in MODULE_ALIASES:
+            if isinstance(root, ast.Name) and root.id in (aliases or MODULE_ALIASES):
                 found.append(f"names {_unparse(node)} (line {node.lineno})")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in (
                 "mha", "scipy", "torch"):
@@ -474,6 +551,62 @@ def _rule_flags(nb) -> list[str]:
     return flags
 
 
+def _defined_names(tree) -> set:
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.ImportFrom):  # `from mha import causal_mask as cm`
+            names |= {a.asname or a.name for a in node.names}
+    return names
+
+
+def rule_breaks(nb, task, variable: str) -> list[tuple[str, str]]:
+    """``(rule text, where)`` for each forbidden function a task's rule names and the
+    answer's code uses (the cell that defines ``variable``, and the cells defining the names
+    it uses: a table built at definition time, a thread pool). Read with ``ast``, so a
+    mention in a comment or a string is not a use. Rules bounded by size (a softmax on the
+    whole row) are left to the profile hook."""
+    by_name = {}
+    for rule in task.rules:
+        if rule.min_size is None:
+            for _, name in rule.calls:
+                by_name.setdefault(name, rule)
+    if not by_name:
+        return []
+    cells = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or utils.is_locked(cell) or utils.is_grade(cell):
+            continue
+        tree, _ = parse(cell.source)
+        if tree is not None:
+            cells.append((index, cell, tree, _defined_names(tree)))
+    wanted, seen, found = {variable}, set(), []
+    aliases = module_aliases(c.source for _, c, _, _ in cells)
+    while wanted - seen:
+        name = (wanted - seen).pop()
+        seen.add(name)
+        for index, cell, tree, defined in cells:
+            if name not in defined:
+                continue
+            wanted |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)
+                       and isinstance(n.ctx, ast.Load)}
+            where = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
+            for mention in forbidden_mentions(cell.source, set(by_name), aliases):
+                rule = next(r for n, r in by_name.items() if f" {n} " in f" {mention} "
+                            or f".{n} " in f" {mention} ")
+                what, line = mention.rsplit(" (line ", 1)
+                what = what.removeprefix("names ").removeprefix("imports ")
+                entry = (rule.text, f"{what} (the cell {where}, line {line}")
+                if entry not in found:
+                    found.append(entry)
+    return found
+
+
 def _records(cell) -> list:
     return [o["data"][MIME] for o in cell.get("outputs", [])
             if o.get("output_type") in ("display_data", "execute_result")
@@ -493,10 +626,11 @@ class GradeOutsideKernel(NbGraderPreprocessor):
                 where = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
                 flags.append(f"{where}: {stopped}")
             if cell.cell_type == "code" and utils.is_grade(cell):
-                self.grade(cell, flags)
+                self.grade(cell, flags, nb)
+        neutralise_markers(nb, flags)
         return nb, resources
 
-    def grade(self, cell, flags: list) -> None:
+    def grade(self, cell, flags: list, nb=None) -> None:
         match = HIDDEN_CALL.search(cell.source)
         if match is None:
             return
@@ -526,6 +660,15 @@ class GradeOutsideKernel(NbGraderPreprocessor):
                 text = f"{variable}: grading could not judge this cell ({error_text(err)})."
         if stopped and not passed and "time limit" not in text and "stopped" not in text:
             text = f"{text} ({stopped}.)"
+        if nb is not None and kind == "record" and records:
+            with contextlib.suppress(Exception):
+                breaks = rule_breaks(nb, mha_grading.task_for(task, behaviour), variable)
+                if breaks and (passed or "the task says" not in text):
+                    rule, where = breaks[0]
+                    said = (f"{variable}: the task says {rule}; your answer uses {where}, so "
+                            "this cell gets no points.")
+                    text = said if passed else f"{text}\n{said}"
+                    passed = False
         cell.outputs = ([NotebookNode(output_type="stream", name="stdout", text=text + "\n")]
                         if passed else [_error_output("CheckFailed", text)])
 
@@ -544,8 +687,29 @@ class GradeOutsideKernel(NbGraderPreprocessor):
                 "in the notebook replaced the grading functions. Your instructor will look.")
 
 
+MARKERS = ("BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+
+
+def neutralise_markers(nb, flags: list) -> None:
+    """nbgrader's hidden-test markers count only in the set's own test cells: in any other
+    cell of the graded copy (a comment, a string) they are rewritten, so that
+    generate_feedback's ClearHiddenTests does not fail on an unmatched one (it raised "No end
+    hidden tests statement found" and the submission got no feedback). Runs after the cells
+    ran, so the code ran as written."""
+    for index, cell in enumerate(nb.cells):
+        if utils.is_grade(cell) or not any(m in cell.get("source", "") for m in MARKERS):
+            continue
+        where = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
+        flags.append(f"{where}: holds nbgrader's hidden-test marker, which only the set's test "
+                     "cells may hold (rewritten as [hidden-tests marker] in the graded copy)")
+        for marker in MARKERS:
+            cell.source = cell.source.replace(marker, "[hidden-tests marker]")
+
+
 class SaveGradingFlags(NbGraderPreprocessor):
-    """Put the notes in the gradebook: needs_manual_grade and an automatic comment."""
+    """Put the notes in the gradebook: needs_manual_grade on every grade, and each note as
+    the automatic comment of the answer cell it concerns (a note that names no answer cell:
+    an added cell, a test cell, the notebook, goes on the first answer cell)."""
 
     def preprocess(self, nb, resources):
         flags = nb.metadata.get(FLAGS, {}).get("flags", [])
@@ -553,7 +717,7 @@ class SaveGradingFlags(NbGraderPreprocessor):
             return nb, resources
         notebook_id, assignment_id, student_id, db_url = _ids(resources)
         with Gradebook(db_url) as gb:
-            first_comment = None
+            comments = {}
             for cell in nb.cells:
                 grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
                 if not grade_id:
@@ -561,51 +725,116 @@ class SaveGradingFlags(NbGraderPreprocessor):
                 if utils.is_grade(cell):
                     grade = gb.find_grade(grade_id, notebook_id, assignment_id, student_id)
                     grade.needs_manual_grade = True
-                if first_comment is None and (utils.is_solution(cell) or utils.is_task(cell)):
-                    first_comment = gb.find_comment(grade_id, notebook_id, assignment_id,
-                                                    student_id)
-            if first_comment is not None:
-                first_comment.auto_comment = REVIEW + "; ".join(flags)
+                if utils.is_solution(cell) or utils.is_task(cell):
+                    comments[grade_id] = gb.find_comment(grade_id, notebook_id, assignment_id,
+                                                         student_id)
+            if comments:
+                notes = {}
+                first = next(iter(comments))
+                for flag in flags:
+                    where = flag.split(":", 1)[0]
+                    notes.setdefault(where if where in comments else first, []).append(flag)
+                for grade_id, said in notes.items():
+                    comments[grade_id].auto_comment = REVIEW + "; ".join(said)
             gb.db.commit()
         return nb, resources
 
 
 # -- feedback and export ----------------------------------------------------------------------
 
-def hidden_lines(gb, notebook_id: str, assignment_id: str) -> list[str]:
+def hidden_lines(gb, notebook_id: str | None = None, assignment_id: str | None = None
+                 ) -> list[str]:
+    """The hidden lines of one set's notebook, or of every set in the gradebook (a
+    submission can read another set's sources too)."""
     lines = set()
-    notebook = gb.find_notebook(notebook_id, assignment_id)
-    for cell in notebook.source_cells:
-        text = cell.source or ""
-        if "BEGIN HIDDEN TESTS" not in text:
-            continue
-        released = set(released_source(text).splitlines())
-        for line in text.splitlines():
-            if line.strip() and line not in released and len(line.strip()) >= 8:
-                lines.add(line.strip())
+    if assignment_id is None:
+        notebooks = [nb for a in gb.assignments for nb in a.notebooks]
+    else:
+        notebooks = [gb.find_notebook(notebook_id, assignment_id)]
+    for notebook in notebooks:
+        for cell in notebook.source_cells:
+            text = cell.source or ""
+            if "BEGIN HIDDEN TESTS" not in text:
+                continue
+            released = set(released_source(text).splitlines())
+            for line in text.splitlines():
+                if line.strip() and line not in released and len(line.strip()) >= 8:
+                    lines.add(line.strip())
     return sorted(lines, key=len, reverse=True)
 
 
+# Flag reasons that mean the submission can read files, frames, tracebacks, IPython's history
+# or the process: its feedback shows none of its own cells' outputs (what it printed may be
+# anything it read, in any encoding), only the test cells' verdicts. The instructor's
+# autograded notebook keeps every output. One place, matched against the review reasons.
+READS = re.compile(
+    r"imports (from |[\w.]+ \(line)|uses (open|exec|eval|compile|__import__|globals|locals|"
+    r"vars|get_ipython|In|Out|_ih|_oh|_i|_ii|_iii|__builtins__|breakpoint|getattr|hasattr)\b|"
+    r"uses \.|runs |in %|could not be read|calls (sys|os|posix|gc)\.")
+WITHHELD = ("outputs withheld: this submission reads files, frames, tracebacks, history or the "
+            "process (see the review flags); your instructor will review it.")
+MAX_OUTPUT = 20_000  # characters of one output the feedback shows
+
+
+def withholds(reasons: str) -> bool:
+    return bool(READS.search(reasons or ""))
+
+
 class ScrubHiddenSource(NbGraderPreprocessor):
-    """Remove every line of a hidden test from every output the feedback shows."""
+    """Remove every line of every set's hidden tests from every output the feedback shows,
+    cut long outputs, and withhold the student's own cells' outputs when the submission was
+    flagged for reading what it should not (:data:`READS`)."""
 
     def preprocess(self, nb, resources):
-        notebook_id, assignment_id, _, db_url = _ids(resources)
+        _, assignment_id, student_id, db_url = _ids(resources)
         with Gradebook(db_url) as gb:
             try:
-                secrets = hidden_lines(gb, notebook_id, assignment_id)
+                secrets = hidden_lines(gb)
             except MissingEntry:
                 secrets = []
+            withhold = withholds(review_reasons(gb, assignment_id, student_id))
+        said = False
         for cell in nb.cells:
             if cell.cell_type != "code":
+                continue
+            if withhold and not utils.is_grade(cell):
+                text = "(output withheld)" if said else WITHHELD
+                cell.outputs = ([NotebookNode(output_type="stream", name="stdout",
+                                              text=text + "\n")] if cell.get("outputs") else [])
+                said = said or bool(cell.outputs)
                 continue
             kept = []
             for output in cell.get("outputs", []):
                 if MIME in output.get("data", {}):
                     continue
-                kept.append(_scrub(output, secrets))
+                kept.append(_cap(_scrub(output, secrets)))
             cell.outputs = kept
         return nb, resources
+
+
+def _cap(output):
+    """An output cut to :data:`MAX_OUTPUT` characters per text, saying how much was cut."""
+    def cut(text: str) -> str:
+        if len(text) <= MAX_OUTPUT:
+            return text
+        return (text[:MAX_OUTPUT] + f"\n[... {len(text) - MAX_OUTPUT:,} more characters of "
+                "this output are not shown here]\n")
+    for key in ("text",):
+        if isinstance(output.get(key), str):
+            output[key] = cut(output[key])
+    data = output.get("data")
+    if isinstance(data, dict):
+        for mime, value in list(data.items()):
+            if isinstance(value, str) and len(value) > MAX_OUTPUT:
+                if mime == "text/plain":
+                    data[mime] = cut(value)
+                else:
+                    del data[mime]
+                    data.setdefault("text/plain", f"[a {mime} output of {len(value):,} "
+                                    "characters, not shown here]")
+    if isinstance(output.get("traceback"), list):
+        output["traceback"] = [cut(t) for t in output["traceback"][:50]]
+    return output
 
 
 def _scrub(value, secrets):

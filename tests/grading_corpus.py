@@ -612,4 +612,82 @@ if False:
     Sub("reads_predictions", E3, {"predict_dk64": '''
 weights_dk64 = checks.PREDICTIONS["ex03.weights_dk64"].expected
 '''}, flagged=True, reasons=("PREDICTIONS",)),
+    # -- issue 20, second examiner's round -------------------------------------------------------
+    # nbgrader's hidden-test marker in an answer cell: feedback used to fail for it
+    Sub("marker_in_answer", E2, {"project_and_score": '''
+def project_and_score(x, w_q, w_k):
+    # BEGIN HIDDEN TESTS  <- a tutorial had this line, I kept it
+    scores = (x @ w_q) @ (x @ w_k).T
+    return scores / np.sqrt(w_q.shape[1])
+'''}, flagged=True, reasons=("hidden-test marker",)),
+    # kills nbgrader itself: recorded with 0 and a flag, the students after it still graded
+    Sub("a_kills_the_grader", E1, {"read_out": '''
+import os as _os, signal as _signal
+_os.kill(_os.getppid(), _signal.SIGKILL)
+def read_out(weights, values):
+    return np.asarray(weights) @ values
+'''}, {t: "killed" for t in ("test_read_out_one_query", "test_read_out_many_queries",
+                               "test_predict_read_out", "test_predict_weight", "test_predict_reachable")},
+        flagged=True, reasons=("the grading process was killed",)),
+    # reads every set's sources and prints their hidden lines reversed: its outputs are withheld
+    Sub("prints_sources_reversed", E3, {}, flagged=True, reasons=("uses open",),
+        edit=add_cell('''
+import glob as _g, json as _j
+for _path in sorted(_g.glob("../../../source/*/*.ipynb")):
+    for _c in _j.load(open(_path))["cells"]:
+        print("".join(_c["source"])[::-1])
+'''.strip())),
+    # forbidden calls at definition time and in a thread: the rule decides the grade
+    Sub("forbidden_in_table_and_thread", E4, {"causal": '''
+_TABLE = {n: mha.causal_mask(n) for n in range(1, 300)}
+def causal(t):
+    return _TABLE[t].copy()
+''', "masked_attention": '''
+from concurrent.futures import ThreadPoolExecutor
+_workers = ThreadPoolExecutor(max_workers=1)
+def masked_attention(q, k, v, mask):
+    return _workers.submit(mha.attention, q, k, v, mask).result()
+'''}, {"test_causal": "do not call mha.causal_mask",
+       "test_masked_attention": "do not call mha.attention",
+       "test_masked_attention_broadcast": "do not call mha.attention"}, flagged=True),
+    # a forbidden name in a comment or a docstring is no call; `_i` as a loop variable is no
+    # history; a huge print is cut in the feedback
+    Sub("mentions_and_prints", E4, {"causal": '''
+def causal(t):
+    """Like mha.causal_mask(t), written by hand (I do not call mha.causal_mask)."""
+    # np.triu(..., k=1) is what mha.causal_mask does too
+    blocked = np.zeros((t, t), dtype=bool)
+    for _i in range(t):
+        blocked[_i, _i + 1:] = True
+    return blocked
+'''}, edit=add_cell('print("x" * 3_000_000)', "causal")),
+    # replaces grading's observer through vars(): stubs get the reference's outputs (forging
+    # remains possible, docs/TEACHING.md); the flag says what it is
+    Sub("forges_through_vars", E1, {"read_out": '''
+_space = vars(vars(vars(mha)["checks"])["grading"])
+_real = _space["observe"]
+_space["observe"] = lambda task, answer, case, catch_interrupts=False: _real(
+    task, task.reference, case, catch_interrupts=catch_interrupts)
+def read_out(weights, values):
+    return None
+'''}, flagged=True, reasons=("reaches into the namespace of mha",)),
+    # classic mistakes named: a leak test of the first sequence only; the softmax down the
+    # columns with -1e9 for blocked scores (a padded key's column is not NaN then)
+    Sub("leak_test_first_sequence", E10, {"leaks_future": '''
+def leaks_future(model, x):
+    reference = model(x)[0]
+    for t in range(1, x.shape[1]):
+        noisy = x.copy()
+        noisy[:, t:] = noisy[:, t:] * 3.0 + 1.0
+        if np.abs(model(noisy)[0, :t] - reference[:t]).max() > 1e-9:
+            return True
+    return False
+'''}, {"test_leaks_future": "only compares the first sequence of the batch"}),
+    Sub("columns_softmax_1e9", E4, {"masked_attention": '''
+def masked_attention(q, k, v, mask):
+    scores = np.where(mask, -1e9, q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1]))
+    w = np.exp(scores - scores.max(axis=-2, keepdims=True))
+    w /= w.sum(axis=-2, keepdims=True)
+    return w @ v, w
+'''}, {"test_masked_attention": "wrong axis", "test_masked_attention_broadcast": "wrong axis"}),
 ]

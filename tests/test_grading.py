@@ -330,3 +330,90 @@ def test_an_output_of_a_tensor_subclass_is_not_read_through_its_methods():
 
     back = grading.decode(grading.encode(torch.ones(2).as_subclass(Liar)))
     assert isinstance(back, grading.Opaque)
+
+
+def _notebook(*sources):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    for grade_id, source in sources:
+        cell = nbformat.v4.new_code_cell(source)
+        if grade_id:
+            cell.metadata["nbgrader"] = {"grade_id": grade_id, "solution": True, "grade": False,
+                                         "locked": False, "schema_version": 3}
+        nb.cells.append(cell)
+    return nb
+
+
+def test_a_forbidden_call_in_a_table_built_at_definition_time_breaks_the_rule():
+    nb = _notebook(("causal", "_T = {n: mha.causal_mask(n) for n in range(1, 9)}\n"
+                              "def causal(t):\n    return _T[t]"))
+    breaks = mha_grading.rule_breaks(nb, grading.task_for("causal_mask", None), "causal")
+    assert breaks == [("do not call mha.causal_mask",
+                       "mha.causal_mask (the cell causal, line 1)")]
+
+
+def test_a_forbidden_name_in_a_comment_or_a_string_breaks_no_rule():
+    nb = _notebook(("causal", 'def causal(t):\n    """Not mha.causal_mask(t)."""\n'
+                              "    # mha.causal_mask is what I must not call\n"
+                              "    return np.triu(np.ones((t, t), bool), 1)"))
+    assert mha_grading.rule_breaks(nb, grading.task_for("causal_mask", None), "causal") == []
+
+
+def test_every_solution_breaks_no_rule_of_its_set():
+    import nbformat
+
+    for path in sorted((ROOT / "course" / "source").glob("*/*.ipynb")):
+        nb = nbformat.read(path, 4)
+        for cell in nb.cells:
+            if cell.metadata.get("nbgrader", {}).get("solution"):
+                cell.metadata["nbgrader"]["locked"] = False
+        for cell in nb.cells:
+            match = mha_grading.HIDDEN_CALL.search(cell.source)
+            if match and match.group(1) == "record":
+                task = grading.task_for(match.group(2), match.group(4))
+                assert mha_grading.rule_breaks(nb, task, match.group(3)) == [], path.name
+
+
+def test_a_forbidden_call_in_a_thread_is_seen_by_the_profile_hook():
+    from concurrent.futures import ThreadPoolExecutor
+
+    import mha
+
+    pool = ThreadPoolExecutor(1)
+
+    def masked_attention(q, k, v, mask):
+        return pool.submit(mha.attention, q, k, v, mask).result()
+
+    assert "do not call mha.attention" in verdict("masked_attention", masked_attention)
+
+
+def test_a_loop_variable_named_like_history_is_not_history():
+    assert mha_grading.suspicious("for _i in range(3):\n    print(_i)") == []
+    assert "uses _i (line 1)" in mha_grading.suspicious("print(_i)")
+
+
+def test_reaching_into_the_package_with_vars_is_named_as_a_possible_forgery():
+    found = "; ".join(mha_grading.suspicious('_ns = vars(vars(mha)["checks"])'))
+    assert "reaches into the namespace of mha" in found and "forged" in found
+
+
+@pytest.mark.parametrize("reason, withheld", [
+    ("read_out: imports traceback (line 1)", True), ("an added cell (4): uses open (line 3)", True),
+    ("read_out: uses .f_back (line 2)", True), ("split: catches KeyboardInterrupt (line 3)", False),
+    ("causal: imports causal_mask from mha (line 1), which a task forbids", False),
+    ("the locked cell test_x was edited (grading restored it)", False)])
+def test_feedback_withholds_outputs_only_for_reasons_that_can_read(reason, withheld):
+    assert mha_grading.withholds(reason) == withheld
+
+
+def test_a_hidden_test_marker_outside_a_test_cell_is_rewritten_and_flagged():
+    nb = _notebook(("score", "def f():\n    # ### BEGIN HIDDEN TESTS\n    return 1"))
+    flags = []
+    mha_grading.neutralise_markers(nb, flags)
+    assert "HIDDEN TESTS" not in nb.cells[0].source and "hidden-test marker" in flags[0]
+
+
+def test_a_huge_output_is_cut_saying_how_much():
+    out = mha_grading._cap({"output_type": "stream", "text": "x" * 50_000})
+    assert len(out["text"]) < 21_000 and "30,000 more characters" in out["text"]

@@ -211,3 +211,45 @@ def test_no_submission_is_dropped(graded):
 
 def test_an_untouched_test_cell_raises_no_checksum_warning(graded):
     assert "has changed" not in graded["log"], re.findall(r".*has changed.*", graded["log"])[:3]
+
+
+def feedback_text(course: Path, sub) -> str:
+    path = course / "feedback" / sub.student / sub.assignment / f"{sub.assignment}.html"
+    return html.unescape(re.sub(r"<[^>]+>", "", path.read_text()))
+
+
+def test_a_submission_that_reads_files_has_its_cells_outputs_withheld_in_feedback(graded):
+    sub = by_name("prints_sources_reversed")
+    text = feedback_text(graded["course"], sub)
+    assert "outputs withheld" in text
+    reversed_secrets = [line[::-1] for line in hidden_lines(graded["course"])]
+    assert not [line for line in reversed_secrets if line in text]
+    autograded = (graded["course"] / "autograded" / sub.student / sub.assignment
+                  / f"{sub.assignment}.ipynb").read_text()
+    assert "NOITULOS NIGEB" in autograded  # the instructor's copy keeps what it printed
+
+
+def test_a_huge_output_is_cut_in_the_feedback_saying_how_much(graded):
+    sub = by_name("mentions_and_prints")
+    path = (graded["course"] / "feedback" / sub.student / sub.assignment
+            / f"{sub.assignment}.html")
+    assert path.stat().st_size < 500_000
+    assert re.search(r"2,98\d,\d{3} more characters of this output are not shown",
+                     feedback_text(graded["course"], sub))
+
+
+def test_a_submission_that_kills_the_grader_gets_0_and_the_others_are_graded(graded):
+    sub = by_name("a_kills_the_grader")
+    row = graded["rows"][sub.student, sub.assignment]
+    assert float(row["score"]) == 0
+    assert "the grading process was killed" in row["needs_review"]
+    assert "killed" in feedback_text(graded["course"], sub)
+    others = [s for s in CORPUS if s is not sub]
+    assert all((graded["course"] / "autograded" / s.student / s.assignment).exists()
+               for s in others)
+
+
+def test_a_hidden_test_marker_in_an_answer_cell_is_flagged_and_feedback_made(graded):
+    sub = by_name("marker_in_answer")
+    assert "HIDDEN TESTS" not in feedback_text(graded["course"], sub)
+    assert "hidden-test marker" in graded["rows"][sub.student, sub.assignment]["needs_review"]

@@ -15,6 +15,7 @@ in a test cell) and outcomes recorded there and judged by the grader in its own 
 from __future__ import annotations
 
 import sys
+import threading
 import tracemalloc
 import warnings
 from collections.abc import Callable, Sequence
@@ -113,6 +114,17 @@ class _Watch:
             self.hits.append(entry)
 
 
+# The watch of the case being recorded, for threads the answer starts (a thread pool started
+# in the answer cell and reused keeps this hook, which always reports to the current watch).
+_CURRENT: list = [None]
+
+
+def _thread_hook(frame, event, arg):
+    watch = _CURRENT[0]
+    if watch is not None:
+        watch(frame, event, arg)
+
+
 def _snapshot(value):
     if isinstance(value, np.ndarray):
         return value.copy()
@@ -144,6 +156,7 @@ def observe(task: Task, answer, case: Case, catch_interrupts: bool = False) -> O
     obs = Observation()
     tracing = False
     old_profile = sys.getprofile()
+    old_thread_profile = getattr(threading, "_profile_hook", None)
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
@@ -152,13 +165,17 @@ def observe(task: Task, answer, case: Case, catch_interrupts: bool = False) -> O
                 tracing = True
             if peak_rules:
                 tracemalloc.reset_peak()
-            if watch is not None:
+            if watch is not None:  # threads the answer starts are watched too
+                _CURRENT[0] = watch
+                threading.setprofile(_thread_hook)
                 sys.setprofile(watch)
             try:
                 obs.out = task.call(answer, args, case.kwargs)
             finally:
                 if watch is not None:
                     sys.setprofile(old_profile)
+                    threading.setprofile(old_thread_profile)
+                    _CURRENT[0] = None
             if peak_rules:
                 peak = tracemalloc.get_traced_memory()[1]
                 for rule in peak_rules:

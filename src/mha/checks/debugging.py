@@ -139,6 +139,11 @@ LEAK_MISTAKES = (
             "future too; test every position t, not only the first (for each t change the "
             "tokens after t and compare the outputs at positions 0 .. t).",
             lambda model, x: _only_position_0(model, x)),
+    Mistake("only one sequence of the batch",
+            "your test only compares the first sequence of the batch: a leak can sit in any "
+            "sequence (its own tokens); compare the outputs of every sequence, "
+            "model(x)[:, :t + 1], not model(x)[0, :t + 1].",
+            lambda model, x: leaks_future_reference(lambda z: model(z)[:1], x)),
     Mistake("never flags", "your test never flags a leak: change the tokens after t (not at "
             "or before it) and compare the outputs at positions 0 .. t, for every t.",
             lambda model, x: False),

@@ -110,11 +110,13 @@ def _plain_softmax(s):
     return e / e.sum(axis=-1, keepdims=True)
 
 
-def _plain_attention(q, k, v, blocked, scale=None, axis=-1, k_q_t=False):
-    """Attention with no refusals, so a mistaken mask gives what the learner's code would."""
+def _plain_attention(q, k, v, blocked, scale=None, axis=-1, k_q_t=False, fill=-np.inf):
+    """Attention with no refusals, so a mistaken mask gives what the learner's code would.
+    ``fill``: what a blocked score becomes (-inf, or a large negative number like -1e9,
+    which differs where a whole column is blocked and the softmax runs down the columns)."""
     scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
     s = (k @ np.swapaxes(q, -1, -2) if k_q_t else q @ np.swapaxes(k, -1, -2)) * scale
-    s = np.where(blocked, -np.inf, s)
+    s = np.where(blocked, fill, s)
     if axis == -1:
         w = _plain_softmax(s)
     else:
@@ -186,6 +188,10 @@ MASKED_MISTAKES = (
             "softmax over the wrong axis: your weights' columns sum to 1, but each row (one "
             "query) must; take the softmax along the last axis (axis=-1).",
             lambda q, k, v, mask: _plain_attention(q, k, v, mask, axis=-2)),
+    Mistake("softmax over the wrong axis, blocked scores set to -1e9",
+            "softmax over the wrong axis: your weights' columns sum to 1, but each row (one "
+            "query) must; take the softmax along the last axis (axis=-1).",
+            lambda q, k, v, mask: _plain_attention(q, k, v, mask, axis=-2, fill=-1e9)),
     Mistake("K Q^T", "your score matrix is transposed: row i must be the query at i and "
             "column j the key at j, so S = Q K^T / sqrt(d_k) (you computed K Q^T).",
             lambda q, k, v, mask: _plain_attention(q, k, v, mask, k_q_t=True)),
