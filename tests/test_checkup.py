@@ -525,3 +525,10 @@ def test_checkup_refuses_a_meta_module_and_mixed_dtypes_by_name():
     mixed.qkv.double()
     with pytest.raises(ValueError, match="mixed dtypes"):
         checkup(mixed)
+
+
+def test_a_module_that_mixes_no_positions_is_not_failed_on_causality():
+    # nn.Linear is no attention: no position reads another and no softmax over scores runs.
+    report = checkup(torch.nn.Linear(16, 16))
+    assert report.passed and not any(r.passed is False for r in report.results), str(report)
+    assert "no attention between positions" in str(report)

@@ -247,11 +247,22 @@ def settle(ctx, notes):
             i, j = torch.meshgrid(torch.arange(ctx.t), torch.arange(ctx.t), indexing="ij")
             one_sided = not reads[j > i].any() or not reads[j < i].any()  # a triangle unread
             declared = bool(nan_rows.any()) or one_sided or _triangular_buffer(a.module, ctx.t)
+            # A module where no position reads another and no softmax over (T, T) scores or
+            # SDPA call is seen (a Linear, an MLP) is not attention done wrong: there is no
+            # attention between positions to check. (An attention whose mask leaves only the
+            # diagonal has scores, so it is still checked and fails causality.)
+            ctx.mixes_nothing = (not reads[i != j].any() and not nan_rows.any()
+                                 and not trace(lambda: ctx.run(ctx.x, False), ctx.x)[1].events)
+            declared = declared and not ctx.mixes_nothing
         a.causal = "always" if declared else "never"
-        notes.append("no causal option: " + ("the module is treated as always causal (it "
-                     "does not read every position, or holds a triangular buffer)"
-                     if declared else "each position reads every other (pass causal=True if "
-                     "it is meant to be causal)"))
+        if getattr(ctx, "mixes_nothing", False):
+            notes.append("no position reads any other: no attention between positions was "
+                         "seen (is this the attention module?)")
+        else:
+            notes.append("no causal option: " + ("the module is treated as always causal (it "
+                         "does not read every position, or holds a triangular buffer)"
+                         if declared else "each position reads every other (pass causal=True "
+                         "if it is meant to be causal)"))
     ctx.causal_call = a.causal != "never"
     if a.weights == "unknown":
         w = ctx.run(ctx.x, False, None, True)[1]
@@ -267,6 +278,9 @@ def causality(ctx):
     a, t = ctx.a, ctx.t
     if ctx.unsure:
         return None, f"not run: {ctx.unsure}, so a change in the output measures nothing"
+    if getattr(ctx, "mixes_nothing", False):
+        return None, ("not run: no position reads any other, so there is no attention between "
+                      "positions to check")
     if a.causal == "never":
         return None, ("not run: the module has no causal option (no is_causal / causal / mask "
                       "argument, no triangular buffer) and each position reads every other; "
