@@ -13,7 +13,8 @@ PREFIX/env    a venv made from /usr/bin/python3 (not pyenv's, which lives under 
               env/share/jupyter/lab/settings/         classroom/lab-settings/ (no news prompt)
               env/share/mha-course/lessons/           notebooks/NN_*.ipynb (for students)
               env/share/mha-course/*.py               classroom/sync_lessons.py,
-                                                      classroom/register_students.py
+                                                      classroom/register_students.py,
+                                                      tools/course_autograde.py
 PREFIX/proxy  configurable-http-proxy from npm.
 
 Cached: each step runs only when what it installs changed (a content hash of its inputs
@@ -137,6 +138,8 @@ def build(prefix: Path, python: str, torch_args: list[str]) -> None:
         shutil.copy(lesson, share / "lessons" / lesson.name)
     for script in ("sync_lessons.py", "register_students.py"):
         shutil.copy(HERE / script, share / script)
+    # what `make class-autograde` (autograde_all.py) runs as the instructor
+    shutil.copy(ROOT / "tools" / "course_autograde.py", share / "course_autograde.py")
     # JupyterLab's defaults for everyone: no "Jupyter news?" prompt, no update check (both
     # would reach outside; a class needs neither)
     settings = env / "share" / "jupyter" / "lab" / "settings"

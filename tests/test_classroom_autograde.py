@@ -41,3 +41,45 @@ def test_the_summary_names_who_failed(tmp_path):
 def test_the_summary_says_which_were_graded_before(tmp_path):
     course = course_with(tmp_path, graded_now=["amy"], graded_before=["bob"])
     assert "1 submission autograded, 1 graded before" in summary(course, A, started=2000)
+
+
+def test_the_summary_reports_a_killer_recorded_with_0_and_its_reason(tmp_path):
+    course = course_with(tmp_path, graded_now=["amy", "bob", "eve"])
+    line = summary(course, A, started=2000, killers={"eve": "the grading process was killed"})
+    assert "2 submissions autograded, 1 recorded with 0 points for review " \
+           "(eve: the grading process was killed), 0 failed" in line
+
+
+# -- the one run behind it: tools/course_autograde.py, as autograde_all.py runs it -------------
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import course_autograde  # noqa: E402
+from autograde_all import killers_in  # noqa: E402
+
+
+def fake_runs(monkeypatch, results):
+    """course_autograde with nbgrader replaced: each run returns the next (status, student);
+    returns the list of the --force flags the runs got."""
+    forced, todo = [], list(results)
+    monkeypatch.setattr(course_autograde, "run_nbgrader",
+                        lambda course, assignment, force: forced.append(force) or todo.pop(0))
+    monkeypatch.setattr(course_autograde, "record_killer", lambda course, student, a: None)
+    return forced
+
+
+def test_course_autograde_forces_its_first_run_by_default(monkeypatch, tmp_path):
+    forced = fake_runs(monkeypatch, [(-9, ("eve", A)), (0, None)])
+    assert course_autograde.main([str(tmp_path), A]) == 0
+    assert forced == [True, False]
+
+
+def test_course_autograde_with_no_force_never_forces(monkeypatch, tmp_path):
+    forced = fake_runs(monkeypatch, [(-9, ("eve", A)), (0, None)])
+    assert course_autograde.main([str(tmp_path), A, "--no-force"]) == 0
+    assert forced == [False, False]
+
+
+def test_the_summary_reads_the_killers_course_autograde_reports(monkeypatch, tmp_path, capsys):
+    fake_runs(monkeypatch, [(-9, ("eve", A)), (0, None)])
+    course_autograde.main([str(tmp_path), A, "--no-force"])
+    assert killers_in(capsys.readouterr().out, A) == {"eve": course_autograde.KILLED}

@@ -6,7 +6,9 @@ instructor and three students from a roster (`make class-accounts`), the hub on 
 as their own Unix user. The instructor releases exercise set 04 through the formgrader's
 REST API; each student fetches it, answers through the contents API (all correct, partly
 correct, the known mistake "mask applied after softmax"; the answers come from
-tests/test_classroom.py), validates and submits; the instructor collects, autogrades,
+tests/test_classroom.py; a fourth answers right but kills the grading process, as the grader
+runs it), validates and submits; the instructor collects, autogrades (`make class-autograde`:
+the killer's submission gets 0 and a review flag, every other one is graded),
 generates and releases feedback; each student fetches their feedback. Then the tests read
 the gradebook, the feedback, and check isolation. Everything the class made (accounts,
 processes, the exchange, the hub's state) is removed at the end, also when a step fails
@@ -49,10 +51,20 @@ INSTRUCTOR = "mhat-lecturer"
 # student -> (answers that differ from the solution, as in tests/test_classroom.py, the score
 # tests/test_classroom.py expects for the same notebook there)
 SCORES = {s: p for s, a, _, _, p in STUDENTS if a == ASSIGNMENT}
+# right answers, and a line that kills nbgrader when `nbgrader autograde` runs the notebook
+# (only then: the student's own validation runs it under their server, which it spares)
+KILLS_THE_GRADER = '''
+import os as _os, signal as _signal
+if b"autograde" in open(f"/proc/{_os.getppid()}/cmdline", "rb").read():
+    _os.kill(_os.getppid(), _signal.SIGKILL)
+''' + solution_code(ROOT / "course", ASSIGNMENT, "causal")
+KILLER = "mhat-kills"  # sorts before mhat-mistake and mhat-partly: nbgrader grades them after it
+KILLED = "the grading process was killed while this submission ran"
 CLASS = {
     "mhat-correct": ({}, SCORES["all_correct"]),
     "mhat-partly": (PARTLY, SCORES["partly_correct"]),
     "mhat-mistake": ({"masked_attention": MASK_AFTER_SOFTMAX}, SCORES["mask_after_softmax"]),
+    KILLER: ({"causal": KILLS_THE_GRADER}, 0),
 }
 MAX_SCORE = 7
 
@@ -402,7 +414,7 @@ def hub_class():
         people = {name: Person(room, name) for name in users}
         logins = {name: p.login(room.passwords[name]) for name, p in people.items()}
         for p in people.values():
-            p.spawn()  # all four start at once, as in a class
+            p.spawn()  # all start at once, as in a class
         opened = {name: p.open_server() for name, p in people.items()}
         t_servers = time.monotonic() - t0
 
@@ -421,7 +433,7 @@ def hub_class():
             got = entry(people[s].action("fetch_feedback"), "submitted")
             feedback[s] = got
         t_flow = time.monotonic() - t0 - t_servers
-        print(f"\nclass-env {env_seconds:.1f} s; 4 logins and servers {t_servers:.1f} s "
+        print(f"\nclass-env {env_seconds:.1f} s; {len(users)} logins and servers {t_servers:.1f} s "
               f"(ready after {', '.join(f'{v:.1f}' for v in opened.values())} s); "
               f"release to feedback {t_flow:.1f} s")
         yield {"room": room, "people": people, "logins": logins, "released": released,
@@ -460,7 +472,8 @@ def test_validation_passes_only_the_correct_notebook(hub_class):
     assert all(r["success"] for r in results.values()), results
     # nbgrader's Validator: {} when every test passes, {"failed": [...]} otherwise
     passed = {s: r["value"] == {} for s, r in results.items()}
-    assert passed == {"mhat-correct": True, "mhat-partly": False, "mhat-mistake": False}, results
+    assert passed == {"mhat-correct": True, "mhat-partly": False, "mhat-mistake": False,
+                      KILLER: True}, results
 
 
 def test_validation_names_the_known_mistake(hub_class):
@@ -537,6 +550,46 @@ def test_one_action_autogrades_every_submission(hub_class):
     out = hub_class["autograde_all"].stdout + hub_class["autograde_all"].stderr
     for student in CLASS:
         assert f"Autograding submission: {student}" in out or student in out, out[-2000:]
+
+
+def test_the_killer_is_graded_before_some_of_the_others():
+    """nbgrader grades in the order of the student ids: without a restart, these would be left."""
+    assert [s for s in sorted(CLASS) if s > KILLER]
+
+
+def test_the_grading_goes_on_after_the_submission_that_killed_it(hub_class):
+    out = hub_class["autograde_all"].stdout + hub_class["autograde_all"].stderr
+    killed = f"nbgrader died (status -9) while grading {KILLER}/{ASSIGNMENT}"
+    assert killed in out, out[-3000:]
+    after = out.split(killed, 1)[1]
+    for student in sorted(CLASS):
+        if student > KILLER:
+            assert re.search(rf"Sanitizing \S*submitted/{student}/{ASSIGNMENT}", after), \
+                (student, after[-3000:])
+
+
+def test_the_submission_that_killed_the_grader_is_recorded_with_0_for_review(hub_class):
+    from nbgrader.api import Gradebook
+
+    db = Path("/home", INSTRUCTOR, "mha-course", "gradebook.db")
+    with Gradebook(f"sqlite:///{db}") as gb:
+        submission = gb.find_submission(ASSIGNMENT, KILLER)
+        grades = [g for nb in submission.notebooks for g in nb.grades]
+        comments = [c.auto_comment or "" for nb in submission.notebooks for c in nb.comments]
+        score = submission.score
+    assert score == 0 and grades and all(g.needs_manual_grade for g in grades)
+    assert any(KILLED in c for c in comments), comments
+
+
+def test_the_autograde_summary_says_the_killer_got_0_for_review_and_why(hub_class):
+    lines = hub_class["autograde_all"].stdout.strip().splitlines()
+    assert lines[-1].startswith(
+        f"{ASSIGNMENT}: 3 submissions autograded, 1 recorded with 0 points for review "
+        f"({KILLER}: {KILLED}), 0 failed; "), lines[-1]
+
+
+def test_the_killers_feedback_says_the_grading_process_was_killed(hub_class):
+    assert KILLED in feedback_text(hub_class, KILLER)
 
 
 def test_the_formgrader_lists_students_by_their_roster_names(hub_class):

@@ -1,10 +1,12 @@
 """`make course-autograde`: nbgrader autograde for every submission, surviving a killer.
 
-    python tools/course_autograde.py COURSE [ASSIGNMENT]
+    python tools/course_autograde.py COURSE [ASSIGNMENT] [--no-force]
 
 Runs ``nbgrader autograde ASSIGNMENT --force`` (every set by default) in COURSE, in its own
-session. A student's answer cell can kill that process (``os.kill(os.getppid(),
-signal.SIGKILL)``): nbgrader then stops, and every submission after it was left ungraded.
+session; with ``--no-force``, without ``--force``: submissions graded before are left as
+they were (the class's `make class-autograde`, classroom/autograde_all.py, runs it so).
+A student's answer cell can kill that process (``os.kill(os.getppid(), signal.SIGKILL)``):
+nbgrader then stops, and every submission after it was left ungraded.
 Here the submission nbgrader was grading when it died (the last "Sanitizing
 .../submitted/<student>/<set>/" line of its log) is recorded in the gradebook with 0 points,
 needs_manual_grade and the review reason "the grading process was killed while this
@@ -106,11 +108,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("course", type=Path)
     parser.add_argument("assignment", nargs="?", default="*")
+    parser.add_argument("--no-force", dest="force", action="store_false",
+                        help="leave the submissions graded before as they are (nbgrader "
+                             "autograde without --force); by default they are graded again")
     args = parser.parse_args(argv)
     course = args.course.resolve()
     killers, failure = [], ""
     for run in range(MAX_RUNS):
-        status, current = run_nbgrader(course, args.assignment, force=run == 0)
+        status, current = run_nbgrader(course, args.assignment, force=args.force and run == 0)
         died = status < 0 or status in (128 + signal.SIGKILL, 128 + signal.SIGTERM)
         if not died:
             if status != 0:
@@ -129,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                     for p in (course / "autograded").glob("*/*/*.ipynb")) \
         if (course / "autograded").exists() else []
     print(json.dumps({"graded": len(graded), "killed_the_grader": [f"{s}/{a}" for s, a in killers],
+                      "killed_reason": KILLED,
                       "failure": failure or None}), flush=True)
     print(f"course_autograde: {len(graded)} submissions graded"
           + (f"; {len(killers)} killed the grading process and got 0, flagged for review: "
