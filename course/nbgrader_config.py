@@ -95,6 +95,10 @@ else:
 # in this process and writes the verdict as the cell's output. RestoreHiddenTests puts the
 # hidden lines back before nbgrader's OverwriteCells (no "checksum has changed" warning for an
 # untouched cell); RobustExecute never drops a submission whose cell hangs or kills Python.
+# ClearMetadataPreprocessor stays in nbgrader's place but is off (nbconvert's `enabled` defaults
+# to False and nbgrader never turns it on): the autograded copy keeps the marks grading leaves,
+# each stopped cell's `mha_stopped` and the notebook's `mha_grading` flags
+# (tests/test_grading_corpus.py). Turning it on would wipe them.
 c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec,
                                       RestoreHiddenTests, OverwriteCells, CheckCellMetadata]
 c.Autograde.autograde_preprocessors = [RobustExecute, GradeOutsideKernel, IgnorePattern,

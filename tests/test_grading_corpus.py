@@ -253,3 +253,19 @@ def test_a_hidden_test_marker_in_an_answer_cell_is_flagged_and_feedback_made(gra
     sub = by_name("marker_in_answer")
     assert "HIDDEN TESTS" not in feedback_text(graded["course"], sub)
     assert "hidden-test marker" in graded["rows"][sub.student, sub.assignment]["needs_review"]
+
+
+def test_the_instructors_graded_copy_keeps_the_marks_grading_left(tmp_path):
+    """The test cell Python died in keeps its ``mha_stopped`` mark and the notebook its review
+    flags (``mha_grading``) in autograded/: nbgrader lists ClearMetadataPreprocessor among
+    its autograde steps, but it is off (nbconvert's ``enabled`` defaults to False)."""
+    (sub,) = [s for s in CORPUS if s.student == "kills_python"]
+    course = grade(tmp_path, [sub])["course"]
+    nb = nbformat.read(course / "autograded" / sub.student / sub.assignment
+                       / f"{sub.assignment}.ipynb", 4)
+    stopped = {c.metadata["nbgrader"]["grade_id"]: c.metadata["mha_stopped"] for c in nb.cells
+               if "mha_stopped" in c.metadata}
+    died = "Python stopped (the kernel died) while this cell ran"
+    assert stopped == {"test_online_softmax": died}
+    flags = nb.metadata["mha_grading"]["flags"]
+    assert any("uses ._exit" in f for f in flags), flags
