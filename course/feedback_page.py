@@ -8,7 +8,9 @@ no script and no network; ``WrapLongLines`` adds a style that wraps long lines; 
 ``feedback`` template used is nbgrader's own feedback template, read from the installed
 nbgrader, without its MathJax script tag (written to ``.feedback_template/`` beside this
 file, so it always matches the nbgrader that renders it). course/nbgrader_config.py turns
-them on.
+them on. The Formgrader's submission page gets the same: MathToMathML on its HTMLExporter and
+nbgrader's ``formgrade`` template with a stand-in for MathJax (``.formgrade_template/``,
+``formgrade_template_dirs``), so it requests nothing outside the machine either.
 
 ``FeedbackExporter`` renders the feedback pages, and only them (GenerateFeedback's
 ``exporter_class``): the template is set on it, not on every HTMLExporter, since the
@@ -93,21 +95,52 @@ def template_dirs(folder: str | None = None) -> list[str]:
     """A template folder holding ``feedback``: nbgrader's installed feedback template
     without its MathJax call (the math is MathML already). Where nbgrader's template has no
     such call, it is used as it is."""
+    base = folder or os.path.join(HERE, ".feedback_template")
+    return [_derive(TEMPLATE_NAME, base, "<!-- math is MathML: no MathJax -->")]
+
+
+# The Formgrader's submission page: nbgrader's 'formgrade' template, whose header loads
+# MathJax 2.7.7 from cdnjs ({{ mathjax() }} with the macro's default address, whatever
+# HTMLExporter.mathjax_url says). formgrade.js then waits for MathJax's startup signal "End"
+# to select the first field (and stops where MathJax is undefined): the stand-in sends it.
+FORMGRADE_NAME = "formgrade"
+MATHJAX_STANDIN = """<!-- math is MathML: no MathJax; formgrade.js waits for its startup -->
+<script>
+window.MathJax = {Hub: {Startup: {signal: {Interest: function (f) {
+  setTimeout(function () { f("End"); }, 0); }}}, Queue: function () {}}};
+</script>"""
+
+
+def _derive(name: str, folder: str, replacement: str) -> str:
+    """nbgrader's installed template ``name`` copied into ``folder``/``name`` with its
+    MathJax call replaced; returns ``folder``."""
     import nbgrader
 
     source = os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions",
-                          "formgrader", "templates", "feedback")
-    base = folder or os.path.join(HERE, ".feedback_template")
-    target = os.path.join(base, TEMPLATE_NAME)
+                          "formgrader", "templates", name)
+    target = os.path.join(folder, name)
     os.makedirs(target, exist_ok=True)
-    for name in os.listdir(source):
-        with open(os.path.join(source, name)) as f:
+    for entry in os.listdir(source):
+        with open(os.path.join(source, entry)) as f:
             text = f.read()
-        if name.endswith(".j2"):
-            text = text.replace(MATHJAX_CALL, "<!-- math is MathML: no MathJax -->")
-        with open(os.path.join(target, name), "w") as f:
+        if entry.endswith(".j2"):
+            text = text.replace(MATHJAX_CALL, replacement)
+        with open(os.path.join(target, entry), "w") as f:
             f.write(text)
-    return [base]
+    return folder
+
+
+def formgrade_template_dirs(folder: str | None = None) -> list[str]:
+    """The template folders of the Formgrader's submission page: one holding ``formgrade``,
+    nbgrader's installed template with a stand-in for MathJax (the math is MathML already:
+    MathToMathML runs on that page's HTMLExporter), then nbgrader's own templates folder,
+    which the Formgrader sets and a setting of HTMLExporter.extra_template_basedirs replaces."""
+    import nbgrader
+
+    nbgraders = os.path.join(os.path.dirname(nbgrader.__file__), "server_extensions",
+                             "formgrader", "templates")
+    base = folder or os.path.join(HERE, ".formgrade_template")
+    return [_derive(FORMGRADE_NAME, base, MATHJAX_STANDIN), nbgraders]
 
 
 def plain_links(page: str) -> str:

@@ -148,6 +148,7 @@ from feedback_page import (  # noqa: E402
     FeedbackExporter,
     MathToMathML,
     WrapLongLines,
+    formgrade_template_dirs,
     template_dirs,
 )
 
@@ -155,3 +156,11 @@ c.GenerateFeedback.preprocessors = [MathToMathML, *c.GenerateFeedback.preprocess
 c.GenerateFeedback.exporter_class = FeedbackExporter
 c.FeedbackExporter.template_name = TEMPLATE_NAME
 c.FeedbackExporter.extra_template_basedirs = template_dirs()
+c.FeedbackExporter.preprocessors = []  # GenerateFeedback's list above runs MathToMathML there
+
+# The Formgrader's submission page (a plain HTMLExporter, its template name 'formgrade', which
+# is left alone): the math as MathML too, and nbgrader's 'formgrade' template found first in a
+# copy whose MathJax from cdnjs is replaced by a stand-in (course/feedback_page.py), so the page
+# requests nothing outside the machine.
+c.HTMLExporter.preprocessors = [MathToMathML]
+c.HTMLExporter.extra_template_basedirs = formgrade_template_dirs()

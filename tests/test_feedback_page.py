@@ -105,10 +105,9 @@ def page(rendered):
     return rendered[0]
 
 
-def test_the_formgrader_shows_a_submission_with_the_course_config(monkeypatch, tmp_path):
-    """The Formgrader's submission page (its SubmissionHandler) renders the autograded
-    notebook with an HTMLExporter built from the course's config and its own 'formgrade'
-    template; the feedback template set for every HTMLExporter made it fail (HTTP 500)."""
+def formgrader_page(monkeypatch, tmp_path) -> str:
+    """The Formgrader's submission page (its SubmissionHandler) for a notebook: rendered with an
+    HTMLExporter built from the course's config and the Formgrader's 'formgrade' template."""
     from nbconvert.exporters import HTMLExporter
     from nbgrader.server_extensions.formgrader.formgrader import FormgradeExtension
 
@@ -123,7 +122,32 @@ def test_the_formgrader_shows_a_submission_with_the_course_config(monkeypatch, t
         "assignment_id": "ex04_masks", "notebook_id": "ex04_masks", "submission_id": "1",
         "index": 0, "total": 1, "base_url": "/user/prof", "student": "bob",
         "last_name": "B", "first_name": "Bob", "notebook_path": "mha-course/x.ipynb"})
+    return html
+
+
+def test_the_formgrader_shows_a_submission_with_the_course_config(monkeypatch, tmp_path):
+    """The feedback template set for every HTMLExporter made it fail (HTTP 500)."""
+    html = formgrader_page(monkeypatch, tmp_path)
     assert "formgrader" in html and "check_causal_mask" in html
+    assert "formgrade.js" in html and 'id="notebook"' in html  # its own template, not ours
+
+
+def test_the_formgraders_submission_page_loads_no_mathjax_from_a_cdn(monkeypatch, tmp_path):
+    html = formgrader_page(monkeypatch, tmp_path)
+    assert "cdnjs" not in html and "MathJax.js" not in html and "latest.js" not in html
+
+
+def test_the_formgraders_submission_page_shows_the_math_as_mathml(monkeypatch, tmp_path):
+    html = formgrader_page(monkeypatch, tmp_path)
+    assert "<math" in html and "<msqrt>" in html and r"\sqrt" not in html
+
+
+def test_the_formgraders_submission_page_tells_formgrade_js_that_math_is_ready(
+        monkeypatch, tmp_path):
+    """formgrade.js selects the first field once MathJax 2 signals "End" (and fails where
+    MathJax is undefined): a stand-in on the page sends it."""
+    html = formgrader_page(monkeypatch, tmp_path)
+    assert "window.MathJax" in html and 'f("End")' in html
 
 
 def test_the_feedback_template_is_set_on_the_feedback_exporter_alone(monkeypatch, tmp_path):
