@@ -82,6 +82,10 @@ class Explorer:
 
     dpi = 100  # 100 px per inch: labels stay readable at the image's natural size
     cached_pictures = 256  # pictures kept per explorer, by :meth:`picture_key` (50 KB each)
+    # Seconds without a redraw before the background thread draws the second and later of the
+    # prefetch keys (the first is drawn at once): while keys are pressed or a slider dragged,
+    # its drawing competes with the redraws for the CPU and the GIL.
+    prefetch_pause = 0.2
 
     def __init__(self, controls, figsize=(6.0, 3.0)):
         # ipykernel 7.3 (the newest on Python 3.10) handles a widget's comm messages in a
@@ -100,6 +104,8 @@ class Explorer:
         self._cache = threading.Condition()
         self._queue: list = []
         self._prefetching = None
+        self._queue_fresh = False  # True: the queue's first key is the most likely (no pause)
+        self._last_redraw = 0.0  # time.monotonic() at the end of the last redraw
         self._worker: threading.Thread | None = None
         self._twin: Explorer | None = None
         self._twin_lock = threading.Lock()
@@ -185,6 +191,7 @@ class Explorer:
             self.image.value = picture
             self.caption.value = self.caption_text(self.state)
             self.redraw_seconds.append(time.perf_counter() - start)
+            self._last_redraw = time.monotonic()
             if key is not None and self.prefetch:
                 self._start_prefetch(self.prefetch_keys())
 
@@ -211,7 +218,11 @@ class Explorer:
 
     def _start_prefetch(self, keys) -> None:
         with self._cache:
-            self._queue[:] = [k for k in keys if k is not None and k not in self._pictures]
+            keys = [k for k in keys if k is not None]
+            self._queue[:] = [k for k in keys if k not in self._pictures]
+            # Only the most likely key is drawn at once; if it is drawn already, all wait.
+            self._queue_fresh = bool(keys) and keys[0] not in self._pictures
+            self._cache.notify_all()
             if self._queue and (self._worker is None or not self._worker.is_alive()):
                 self._worker = threading.Thread(target=self._prefetch_queued, daemon=True,
                                                 name=f"{type(self).__name__} prefetch")
@@ -219,14 +230,22 @@ class Explorer:
 
     def _prefetch_queued(self) -> None:
         """Render the queued keys on the twin figure, one at a time, until the queue is empty
-        (the thread then ends; the next redraw starts another)."""
+        (the thread then ends; the next redraw starts another): the most likely key at once,
+        the others once no redraw came for :attr:`prefetch_pause` seconds."""
         while True:
             with self._cache:
-                while self._queue and self._queue[0] in self._pictures:
-                    self._queue.pop(0)
-                if not self._queue:
-                    self._worker = None
-                    return
+                while True:
+                    while self._queue and self._queue[0] in self._pictures:
+                        self._queue.pop(0)
+                        self._queue_fresh = False
+                    if not self._queue:
+                        self._worker = None
+                        return
+                    idle = time.monotonic() - self._last_redraw
+                    if self._queue_fresh or idle >= self.prefetch_pause:
+                        break
+                    self._cache.wait(self.prefetch_pause - idle)
+                self._queue_fresh = False
                 key = self._prefetching = self._queue.pop(0)
             try:
                 picture = DATA_URL_PREFIX + base64.b64encode(self.render_for(key))
