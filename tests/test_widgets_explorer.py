@@ -179,6 +179,8 @@ def test_a_picture_seen_before_is_shown_again_without_rendering():
     from mha.widgets import WeightedSumExplorer
 
     e = WeightedSumExplorer()
+    e.wait_for_prefetch()
+    e.prefetch = False  # 40 would otherwise be drawn ahead, as 35's neighbour
     renders = []
     render = e._render_png
     e._render_png = lambda: renders.append(1) or render()

@@ -219,19 +219,25 @@ def timed_presses(lab_page, box, key: str, presses: int) -> tuple[list[float], l
 
 
 # Above this load average per core the round trip measures the queue for the CPU, not the
-# explorer (lesson 06's test has the same rule). Measured on this 2-core machine, key press to
-# decoded picture, median of 9 new angles: before this change 145-253 ms at load 6.8-10.4,
-# after it 114-187 ms at load 6.9-9.0; angles seen before (drawn from the cache) 108 ms at 6.9,
-# of which about 50 ms is the page decoding the picture. The kernel's redraw of a new angle
-# takes 23 ms of CPU (25 before), a revisited one 0.4 ms. At load 3.7 (below 2 per core) the
-# median was 105 ms (75-139): not yet under 100 ms on a shared machine, so the escape starts
-# at 1 per core and the xfail message keeps the numbers (issue 19 stays open for this).
-BUSY_LOAD_PER_CORE = 1.0
+# explorer (lesson 06's test has the same rule). After each redraw the kernel draws the next
+# slider step ahead (Explorer.prefetch_keys: the move continued at once, the other neighbours
+# after a 0.2 s pause), so each press of this test shows a picture drawn ahead; the kernel's
+# redraw is then under a millisecond instead of about 20 ms, and the rest is the round trip
+# page -> server -> kernel -> page and the page decoding the picture (10-25 ms). Measured on
+# this 2-core machine with other helpers' work running (load 3.6-9.8, the 1-minute load average
+# at the end of the run), key press to decoded picture, median of 9 presses, one run each:
+# before (main, 8467b0e), 19 runs at load 1.6-8.9: 48-145 ms, the two above 100 ms (145, 142)
+# at load 6.5 and 7.5, the ten at load <= 4.6 50-85 ms. After, 12 runs at load 3.6-9.8: 43-80
+# ms, none above 100 ms; angles seen before 38-72 ms (before: 37-79). Command:
+# PYTHONPATH=$PWD/src .venv/bin/python -m pytest tests/browser/test_browser_lesson_01.py
+# -k redraws_within -s. So the budget is asserted up to 2 per core; above that a median over
+# 100 ms is an xfail that keeps the numbers.
+BUSY_LOAD_PER_CORE = 2.0
 
 
 def test_explorer_redraws_within_100_ms_of_a_key_press_in_the_browser(lesson_01_ran):
     box = explorer(lesson_01_ran.page)
-    to_src, to_decoded = timed_presses(lesson_01_ran, box, "ArrowRight", 9)  # 9 new angles
+    to_src, to_decoded = timed_presses(lesson_01_ran, box, "ArrowRight", 9)  # 9 angles drawn ahead
     back_src, back_decoded = timed_presses(lesson_01_ran, box, "ArrowLeft", 9)  # seen before
     load, cores = os.getloadavg()[0], os.cpu_count() or 1
     median = statistics.median(to_decoded)

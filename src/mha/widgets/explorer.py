@@ -11,11 +11,18 @@ PNG bytes, which ipywidgets turns into a ``blob:`` URL the page fetches before d
 lesson 06's pictures showed 35-40 ms after a pick as ``data:`` URLs instead of 58-79 ms.
 (Lesson 01's explorer, at a load average of 7-9 on 2 cores, was too noisy to show a difference.)
 :attr:`Explorer.png` keeps the PNG bytes (the stored output's ``image/png``).
+
+An explorer whose pictures are keyed by its controls (:meth:`Explorer.picture_key`) may also
+name the keys a learner is likely to ask for next (:meth:`Explorer.prefetch_keys`, e.g. one
+slider step either way): after each redraw a background thread renders those on a second
+figure of its own, so the next key press or drag step is a cache hit (under a millisecond of
+kernel time instead of about 23 ms for lesson 01).
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import struct
 import threading
 import time
@@ -74,7 +81,11 @@ class Explorer:
     """
 
     dpi = 100  # 100 px per inch: labels stay readable at the image's natural size
-    cached_pictures = 128  # pictures kept per explorer, by :meth:`picture_key` (50 KB each)
+    cached_pictures = 256  # pictures kept per explorer, by :meth:`picture_key` (50 KB each)
+    # Seconds without a redraw before the background thread draws the second and later of the
+    # prefetch keys (the first is drawn at once): while keys are pressed or a slider dragged,
+    # its drawing competes with the redraws for the CPU and the GIL.
+    prefetch_pause = 0.2
 
     def __init__(self, controls, figsize=(6.0, 3.0)):
         # ipykernel 7.3 (the newest on Python 3.10) handles a widget's comm messages in a
@@ -87,6 +98,18 @@ class Explorer:
         FigureCanvasAgg(self.figure)
         self._background = None  # the static part of the figure, once drawn (blitting)
         self._pictures: dict = {}  # picture_key() -> data: URL of the PNG, oldest first
+        # Prefetching (see prefetch_keys): the cache is shared with a background thread, so
+        # every read or write of it holds _cache (never while rendering); _queue holds the keys
+        # still to prefetch, _prefetching the key the thread renders now.
+        self._cache = threading.Condition()
+        self._queue: list = []
+        self._prefetching = None
+        self._queue_fresh = False  # True: the queue's first key is the most likely (no pause)
+        self._last_redraw = 0.0  # time.monotonic() at the end of the last redraw
+        self._worker: threading.Thread | None = None
+        self._twin: Explorer | None = None
+        self._twin_lock = threading.Lock()
+        self.prefetch = True  # False: render only what is asked for (prefetch_keys unused)
         self.state: dict = {}
         self.redraw_seconds: list[float] = []
         self.setup_figure()
@@ -120,6 +143,17 @@ class Explorer:
         cache (:attr:`cached_pictures` of them) without rendering or encoding."""
         return None
 
+    def prefetch_keys(self) -> list:
+        """Picture keys likely to be asked for next, most likely first (the default: none).
+        After each redraw a background thread renders those not in the cache
+        (:meth:`state_for` gives each one's state), on a figure of its own."""
+        return []
+
+    def state_for(self, key) -> dict:  # pragma: no cover - needed only with prefetch_keys
+        """The state (as :meth:`compute` returns) whose picture has ``key``; :meth:`draw` must
+        draw from the state alone, not from the controls."""
+        raise NotImplementedError
+
     def build_picture(self) -> None:
         """Create ``self.image`` (a ``data:`` URL of the PNG, shown at its natural size) and
         ``self.caption``."""
@@ -149,16 +183,105 @@ class Explorer:
             self.state = self.compute()
             self.draw(self.state)  # also on a cached picture: the artists describe the state
             key = self.picture_key()
-            picture = self._pictures.pop(key, None) if key is not None else None
+            picture = self._cached(key, wait=True) if key is not None else None
             if picture is None:
                 picture = DATA_URL_PREFIX + base64.b64encode(self._render_png())
-            if key is not None:
-                self._pictures[key] = picture  # re-inserted: the newest, dropped last
-                if len(self._pictures) > self.cached_pictures:
-                    self._pictures.pop(next(iter(self._pictures)))
+                if key is not None:
+                    self._store(key, picture)
             self.image.value = picture
             self.caption.value = self.caption_text(self.state)
             self.redraw_seconds.append(time.perf_counter() - start)
+            self._last_redraw = time.monotonic()
+            if key is not None and self.prefetch:
+                self._start_prefetch(self.prefetch_keys())
+
+    # -- the picture cache and its prefetching ---------------------------
+    def _cached(self, key, wait: bool = False):
+        """The cached picture of ``key`` (now the newest), or ``None``. Drops the keys still
+        queued for prefetching (a new redraw names its own); with ``wait``, a key the
+        background thread is rendering now is waited for rather than rendered twice."""
+        with self._cache:
+            self._queue.clear()
+            while wait and self._prefetching == key:
+                self._cache.wait(timeout=5.0)
+            picture = self._pictures.pop(key, None)
+            if picture is not None:
+                self._pictures[key] = picture  # re-inserted: the newest, dropped last
+            return picture
+
+    def _store(self, key, picture) -> None:
+        with self._cache:
+            self._pictures.pop(key, None)
+            self._pictures[key] = picture
+            while len(self._pictures) > self.cached_pictures:
+                self._pictures.pop(next(iter(self._pictures)))  # the least recently used
+
+    def _start_prefetch(self, keys) -> None:
+        with self._cache:
+            keys = [k for k in keys if k is not None]
+            self._queue[:] = [k for k in keys if k not in self._pictures]
+            # Only the most likely key is drawn at once; if it is drawn already, all wait.
+            self._queue_fresh = bool(keys) and keys[0] not in self._pictures
+            self._cache.notify_all()
+            if self._queue and (self._worker is None or not self._worker.is_alive()):
+                self._worker = threading.Thread(target=self._prefetch_queued, daemon=True,
+                                                name=f"{type(self).__name__} prefetch")
+                self._worker.start()
+
+    def _prefetch_queued(self) -> None:
+        """Render the queued keys on the twin figure, one at a time, until the queue is empty
+        (the thread then ends; the next redraw starts another): the most likely key at once,
+        the others once no redraw came for :attr:`prefetch_pause` seconds."""
+        while True:
+            with self._cache:
+                while True:
+                    while self._queue and self._queue[0] in self._pictures:
+                        self._queue.pop(0)
+                        self._queue_fresh = False
+                    if not self._queue:
+                        self._worker = None
+                        return
+                    idle = time.monotonic() - self._last_redraw
+                    if self._queue_fresh or idle >= self.prefetch_pause:
+                        break
+                    self._cache.wait(self.prefetch_pause - idle)
+                self._queue_fresh = False
+                key = self._prefetching = self._queue.pop(0)
+            try:
+                picture = DATA_URL_PREFIX + base64.b64encode(self.render_for(key))
+                self._store(key, picture)
+            finally:
+                with self._cache:
+                    self._prefetching = None
+                    self._cache.notify_all()
+
+    def render_for(self, key) -> bytes:
+        """The PNG of ``key``'s picture, drawn on a second figure (the twin) so that neither the
+        shown figure's artists nor its pixels change: the same bytes the explorer shows when
+        its controls give ``key``."""
+        with self._twin_lock:
+            return self._render_on_twin(key)
+
+    def _render_on_twin(self, key) -> bytes:
+        if self._twin is None:
+            twin = copy.copy(self)  # shares the data and the controls; gets its own figure
+            twin.__dict__.pop("_text_stamps", None)
+            twin.figure = Figure(figsize=self.figure.get_size_inches(), dpi=self.dpi)
+            FigureCanvasAgg(twin.figure)
+            twin._background = None
+            twin.setup_figure()
+            self._twin = twin
+        twin = self._twin
+        twin.draw(self.state_for(key))
+        return twin._render_png()
+
+    def wait_for_prefetch(self, timeout: float = 30.0) -> bool:
+        """Wait until the background thread has rendered every queued key; ``False`` if it
+        has not within ``timeout`` seconds."""
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout)
+        return self._worker is None or not self._worker.is_alive()
 
     @property
     def image_size(self) -> tuple[int, int]:

@@ -67,6 +67,41 @@ def weighted_sum_readout(query, keys, values, scale: float = 1.0) -> dict:
 
 
 ARC_RADIUS = 2.2  # the angle's arc, outside the keys' unit circle
+ANGLE_STEP = 5.0  # degrees per step of the angle slider, from -180
+LENGTH_STEP = math.log(3.0) / 11  # the length slider's step, from 0 (eleven steps: ln 3)
+STEPS = (72, 60)  # the angle and length sliders' last step: 73 x 61 positions
+
+
+def slider_steps(angle: float, length: float) -> tuple[int, int] | None:
+    """The sliders' step numbers ``(i, j)`` of ``angle = -180 + 5 i`` and
+    ``length = j ln(3) / 11``, or ``None`` for a position off the sliders' grid (within
+    1e-9 is on it: the browser computes its steps in floating point)."""
+    i, j = round((float(angle) + 180.0) / ANGLE_STEP), round(float(length) / LENGTH_STEP)
+    if (0 <= i <= STEPS[0] and 0 <= j <= STEPS[1]
+            and abs(angle - (-180.0 + ANGLE_STEP * i)) <= 1e-9
+            and abs(length - LENGTH_STEP * j) <= 1e-9):
+        return i, j
+    return None
+
+
+def likely_next_steps(steps: tuple[int, int], moved: tuple[int, int] | None = None
+                      ) -> list[tuple[int, int]]:
+    """Slider steps a learner reaches next from ``steps``, most likely first: the last move
+    ``moved`` (its sign per slider) continued one and two steps, then one step of either
+    slider either way (the moved slider first), all within the sliders' ranges."""
+    (i, j), (di, dj) = steps, (0, 0) if moved is None else moved
+    di, dj = (di > 0) - (di < 0), (dj > 0) - (dj < 0)
+    ahead = [(i + di, j + dj), (i + 2 * di, j + 2 * dj)] if (di, dj) != (0, 0) else []
+    angle_first = dj == 0
+    singles = [(i + 1, j), (i - 1, j), (i, j + 1), (i, j - 1)]
+    if not angle_first:
+        singles = singles[2:] + singles[:2]
+    picked = []
+    for step in ahead + singles:
+        if (step != (i, j) and step not in picked
+                and 0 <= step[0] <= STEPS[0] and 0 <= step[1] <= STEPS[1]):
+            picked.append(step)
+    return picked
 
 
 def _fmt(vector) -> str:
@@ -88,10 +123,10 @@ class WeightedSumExplorer(Explorer):
     :func:`weighted_sum_readout`.
     """
 
-    LENGTH_STEP = math.log(3.0) / 11
+    LENGTH_STEP = LENGTH_STEP
     # Sixty steps, about 5.99: the slider's end lies on its grid, as every value a browser
     # sends back does (a max of 6.0 fell between the grid points 5.99 and 6.09).
-    MAX_LENGTH = 60 * LENGTH_STEP
+    MAX_LENGTH = STEPS[1] * LENGTH_STEP
 
     def __init__(self, keys=((1.0, 0.0), (0.0, 1.0)), values=((2.0, 0.0), (0.0, 4.0)),
                  angle: float = 0.0, length: float = math.log(3.0)):
@@ -206,13 +241,37 @@ class WeightedSumExplorer(Explorer):
         self.figure.tight_layout()
 
     def compute(self):
-        q = query_from_polar(self.angle_slider.value, self.length_slider.value)
-        return weighted_sum_readout(q, self.keys, self.values)
+        return self.state_for(self.picture_key())
 
     def picture_key(self):
         # The picture depends only on the two sliders: a value seen before (a drag back and
-        # forth) is shown again without drawing.
-        return (self.angle_slider.value, self.length_slider.value)
+        # forth) is shown again without drawing. A position on the sliders' grid is keyed by
+        # its exact grid value, so the browser's rounding and a prefetch find the same key.
+        angle, length = float(self.angle_slider.value), float(self.length_slider.value)
+        steps = slider_steps(angle, length)
+        if steps is None:
+            return (angle, length)
+        return (-180.0 + ANGLE_STEP * steps[0], LENGTH_STEP * steps[1])
+
+    def state_for(self, key):
+        """The state of the sliders at ``key = (angle, length)``: :func:`weighted_sum_readout`
+        of that query, and its ``angle`` in degrees."""
+        angle, length = key
+        q = query_from_polar(angle, length)
+        return {**weighted_sum_readout(q, self.keys, self.values), "angle": float(angle)}
+
+    def prefetch_keys(self):
+        """One step of either slider either way, the last move continued first
+        (:func:`likely_next_steps`): a key press or a drag step then finds its picture drawn
+        (a new picture costs about 23 ms of kernel CPU, a drawn one under a millisecond)."""
+        key = self.picture_key()
+        steps = slider_steps(*key)
+        last, self._last_steps = getattr(self, "_last_steps", None), steps
+        if steps is None:
+            return []
+        moved = None if last is None else (steps[0] - last[0], steps[1] - last[1])
+        return [(-180.0 + ANGLE_STEP * i, LENGTH_STEP * j)
+                for i, j in likely_next_steps(steps, moved)]
 
     def animated_artists(self):
         return [self.angle_arc, self.angle_text, self.query_arrow, *self.key_rings,
@@ -222,7 +281,7 @@ class WeightedSumExplorer(Explorer):
         q, s, w, r = state["query"], state["scores"], state["weights"], state["readout"]
         self.query_arrow.xy, self.query_arrow.xyann = tuple(q), (0.0, 0.0)
         self.query_label.set_position((q[0] + 0.25, q[1] + 0.15))
-        angle = math.radians(self.angle_slider.value)
+        angle = math.radians(state["angle"])
         arc = np.linspace(0.0, angle, max(2, int(abs(angle) / 0.05) + 2))
         self.angle_arc.set_data(ARC_RADIUS * np.cos(arc), ARC_RADIUS * np.sin(arc))
         # the number beside the arc's middle; a small angle leaves no room, so below the axis
@@ -230,7 +289,7 @@ class WeightedSumExplorer(Explorer):
         middle = ARC_RADIUS + (0.9 if narrow else 1.3)
         self.angle_text.set_position((middle * math.cos(angle / 2),
                                       middle * math.sin(angle / 2) - (0.55 if narrow else 0.0)))
-        self.angle_text.set_text(f"{self.angle_slider.value:.0f}\N{DEGREE SIGN}")
+        self.angle_text.set_text(f"{state['angle']:.0f}\N{DEGREE SIGN}")
         for bar, text, score, weight in zip(self.bars, self.score_texts, s, w, strict=True):
             bar.set_height(weight)
             text.set_y(weight + 0.02)
