@@ -60,7 +60,7 @@ def test_wrapping_twice_changes_nothing(text):
 def test_a_wrapped_line_is_at_most_100_columns_unless_it_is_one_word(text):
     for line in wrap_for_display(text).splitlines():
         # a lone "," or bracket stays with its word (NumPy writes "[ 1.304 , 0.9471]")
-        words = [w for w in line.split() if w.strip(",[]()")]
+        words = [w for w in line.split() if w.strip(",[]().")]
         assert len(line) <= WIDTH or len(words) == 1, line
 
 

@@ -83,7 +83,7 @@ def _atoms(depths, start, end, level, words, seps, room):
 def _depths(words) -> list:
     """For the separator after each word: 0 where a break is free, the number of open
     arrays / numeric tuples where it splits one, ``inf`` where it must not break (inside a
-    `code span`, after ``[``, before a lone ``,``)."""
+    `code span`, after a lone ``[``, before a lone ``,``)."""
     depths, stack, code = [], [], False
     for word in words:
         for k, ch in enumerate(word):
@@ -100,8 +100,9 @@ def _depths(words) -> list:
         if word.endswith("..."):  # a rendering cut short: its brackets never close
             stack.clear()
         depths.append(math.inf if code else sum(stack))
-    # never break after an opening bracket, nor before a lone comma or closing bracket
+    # never break after a lone opening bracket, nor before a lone comma, closing bracket or
+    # "..." (NumPy writes "[ 1.304 , 0.9471]"; a cut rendering ends in ",...")
     for i in range(len(words) - 1):
-        if words[i].endswith(("[", "(")) or words[i + 1][:1] in ",)]":
+        if not words[i].strip("[(") or not words[i + 1].strip(",)]."):
             depths[i] = math.inf
     return depths
