@@ -77,6 +77,10 @@ def test_a_long_line_breaks_between_words_and_its_continuation_is_indented():
     ]
 
 
+def test_trailing_spaces_do_not_count_as_indentation():
+    assert wrap_for_display("  " + "word " * 30 + "   ").splitlines()[0].startswith("  word")
+
+
 def test_a_code_span_is_never_split():
     text = "x" * 80 + " see `raise NotImplementedError` here"
     assert "`raise NotImplementedError`" in wrap_for_display(text).splitlines()[1]
