@@ -50,7 +50,16 @@ def test_a_failed_check_names_the_mistake_it_measured():
     report = checkup(broken.BrokenScaleDModel(8, 2))
     assert report.failed == ["scale"] and report.mistakes == ["scale sqrt(d_model)"]
     assert "q.k / 2.828" in report["scale"].detail  # sqrt(8), not sqrt(dh) = 2
-    assert f"likely: scale sqrt(d_model): {MISTAKES['scale sqrt(d_model)']}" in str(report)
+    likely = f"likely: scale sqrt(d_model): {MISTAKES['scale sqrt(d_model)']}"
+    assert " ".join(likely.split()) in " ".join(str(report).split())  # wrapped at 100 columns
+
+
+def test_the_printed_report_breaks_between_words_at_100_columns():
+    report = checkup(broken.BrokenScaleDModel(8, 2))
+    likely = f"      likely: {report['scale'].likely}"
+    assert len(likely) > 100
+    assert max(len(line) for line in str(report).splitlines()) <= 100
+    assert " ".join(likely.split()) in " ".join(str(report).split())
 
 
 def test_a_missing_scale_is_named():

@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib
 import sys
 
+from .._wrap import wrap_for_display
 from . import _core, _tasks, basics, debugging, grading, later, masks_grads, memory, pytorch
 
 if getattr(sys.modules[__name__], "_loaded_once", False):  # a reload: refresh the submodules
@@ -100,9 +101,11 @@ def _show_message_only(shell, etype, value, tb, tb_offset=None):
     """IPython handler: a failed check or assert shows its message, not a traceback.
 
     It covers every ``AssertionError`` of the notebook that imported this module, so a
-    graded cell's hidden asserts show what failed but never their source lines.
+    graded cell's hidden asserts show what failed but never their source lines. The shown
+    text is wrapped between words (:func:`mha._wrap.wrap_for_display`); the exception and
+    its message stay as raised.
     """
-    stb = [f"{etype.__name__}: {value}"]
+    stb = [wrap_for_display(f"{etype.__name__}: {value}")]
     shell._showtraceback(etype, value, stb)  # an error output, as nbgrader expects
     return stb
 

@@ -27,9 +27,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._wrap import wrap_for_display
+
 
 class CheckFailed(AssertionError):
     """An exercise check that did not pass; its message is meant for the learner."""
+
+
+def say(line: str) -> None:
+    """Print a check's line as the learner reads it: wrapped between words
+    (:func:`mha._wrap.wrap_for_display`); the returned line itself stays one line."""
+    print(wrap_for_display(line))
 
 
 class Passed(str):
@@ -323,7 +331,7 @@ def judge(name: str, cases: Sequence[Case], outcomes, reference: Callable,
     if not wrong:
         n = len(cases)
         line = Passed(f"{name}: correct on {n} case{'s' * (n != 1)}.")
-        print(line)
+        say(line)
         return line
     raised = [r for r in wrong if r[2] is not None]
     valued = [r for r in wrong if r[2] is None]
@@ -407,7 +415,7 @@ def judge_prediction(pred: Prediction, got) -> str:
         if got != expected:
             raise CheckFailed(f"{pred.name}: not this one; got {got!r}. {pred.hint}".rstrip())
         line = Passed(f"{pred.name}: correct.")
-        print(line)
+        say(line)
         return line
     if isinstance(expected, bool):
         ok = isinstance(got, (bool, np.bool_)) and bool(got) == expected
@@ -420,7 +428,7 @@ def judge_prediction(pred: Prediction, got) -> str:
                   np.asarray(expected, dtype=float), pred.atol, 0.0)
     if ok:
         line = Passed(f"{pred.name}: correct.")
-        print(line)
+        say(line)
         return line
     for value, sentence in pred.known_wrong:
         if _numeric(got) and _numeric(value) and np.shape(got) == np.shape(value) and same(

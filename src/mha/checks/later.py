@@ -21,6 +21,7 @@ from ._core import (
     as_numbers,
     graded_elsewhere,
     run_check,
+    say,
 )
 from ._tasks import Rule, Task
 
@@ -235,7 +236,7 @@ def check_inference(run, x, expected, atol: float = 1e-5, name: str = "inference
         raise CheckFailed(f"{name}: the output differs from the expected one (largest "
                           f"difference {float(np.max(np.abs(first - expected))):.3g}).")
     line = Passed(f"{name}: correct; two runs agree and match the expected output.")
-    print(line)
+    say(line)
     return line
 
 

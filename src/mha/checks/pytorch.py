@@ -7,7 +7,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._core import Case, CheckFailed, Mistake, Passed, as_numbers, error_text, show, tolerance
+from ._core import (
+    Case,
+    CheckFailed,
+    Mistake,
+    Passed,
+    as_numbers,
+    error_text,
+    say,
+    show,
+    tolerance,
+)
 from ._tasks import Task
 from .later import DROPOUT_ON, TRANSPOSE_MISSING
 
@@ -165,7 +175,7 @@ def _judge_dropout(task, cases, outcomes) -> str:
                               f"expected output stays the same {where}.")
     modes = sorted({c.args[1] for c in cases})
     line = Passed(f"{name}: correct in {' and '.join(modes)} mode.")
-    print(line)
+    say(line)
     return line
 
 

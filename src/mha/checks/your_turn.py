@@ -3,7 +3,7 @@
 A lesson's your-turn cell ends with ``your_turn(check_read_out, read_out)``:
 the learner's function goes through the same check as the graded exercise
 sets (its cases and its named mistakes), and the cell prints exactly one
-verdict line:
+verdict (one line, wrapped between words where it is wider than 100 columns):
 
 * ``Correct: <the check's line>``
 * ``Not yet: <what is wrong>`` (the named mistake, the first case that
@@ -21,7 +21,7 @@ import contextlib
 import io
 from collections.abc import Callable
 
-from ._core import CheckFailed, NotAttempted
+from ._core import CheckFailed, NotAttempted, say
 
 CORRECT = "Correct: "
 NOT_YET = "Not yet: "
@@ -49,5 +49,6 @@ def verdict(check: Callable, answer, *args, **kwargs) -> str:
 
 def your_turn(check: Callable, answer, *args, **kwargs) -> None:
     """Check ``answer`` with ``check`` (an ``mha.checks.check_*`` function) and
-    print one line, ``Correct: ...`` or ``Not yet: ...``; never raises."""
-    print(verdict(check, answer, *args, **kwargs))
+    print one verdict, ``Correct: ...`` or ``Not yet: ...`` (wrapped between words where it
+    is wider than the output area: :func:`mha._wrap.wrap_for_display`); never raises."""
+    say(verdict(check, answer, *args, **kwargs))

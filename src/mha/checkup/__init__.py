@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .._checkup_adapters import Adapter, adapt, mask_meaning
+from .._wrap import wrap_for_display
 from . import _checks
 
 __all__ = ["CHECKS", "MISTAKES", "TOL_EPS", "Adapter", "CheckResult", "Report", "adapt",
@@ -146,13 +147,15 @@ class Report:
         return not self.failed
 
     def __str__(self) -> str:
+        """One line per note and per check (wrapped between words at 100 columns, so that
+        JupyterLab never breaks a word: :func:`mha._wrap.wrap_for_display`)."""
         lines = [f"# {note}" for note in self.notes]
         for r in self.results:
             mark = {True: "pass", False: "FAIL", None: "not run"}[r.passed]
             lines.append(f"{mark}  {r.name}: {r.detail}")
             if r.passed is False:
                 lines.append(f"      likely: {r.likely}")
-        return "\n".join(lines)
+        return wrap_for_display("\n".join(lines))
 
     __repr__ = __str__
 
