@@ -707,3 +707,54 @@ def test_a_leak_test_that_also_changes_token_t_is_told_to_change_only_later_toke
 
     line = told(checks.check_leak_test, with_token_t)
     assert "change only the tokens after t" in line
+
+
+# -- forbidden calls: the answer's own, not those an allowed mha function makes ------------
+
+
+def cache_mask_by_slicing(n_cached, n_new):
+    return mha.causal_mask(n_cached + n_new)[n_cached:]  # causal_mask calls mask_from_positions
+
+
+def test_an_allowed_mha_function_that_internally_calls_a_forbidden_one_is_not_blamed():
+    assert passes(checks.check_cache_mask, cache_mask_by_slicing)
+
+
+def test_a_direct_call_of_the_forbidden_mask_from_positions_is_blamed():
+    def direct(n_cached, n_new):
+        return mha.masks.mask_from_positions(np.arange(n_cached, n_cached + n_new),
+                                             np.arange(n_cached + n_new))
+
+    line = told(checks.check_cache_mask, direct)
+    assert "the task says do not call mha.masks.mask_from_positions" in line
+
+
+def test_a_forbidden_call_from_a_helper_the_answer_defines_is_blamed():
+    def positions_mask(queries, keys):
+        return mha.masks.mask_from_positions(queries, keys)
+
+    def with_helper(n_cached, n_new):
+        return positions_mask(np.arange(n_cached, n_cached + n_new), np.arange(n_cached + n_new))
+
+    line = told(checks.check_cache_mask, with_helper)
+    assert "the task says do not call mha.masks.mask_from_positions" in line
+
+
+def test_an_answer_that_is_the_forbidden_function_itself_is_blamed():
+    line = told(checks.check_softmax, mha.softmax)
+    assert "the task says do not call a ready-made softmax" in line
+
+
+def test_a_forbidden_function_handed_to_numpy_to_call_is_blamed():
+    line = told(checks.check_softmax, lambda x: np.apply_along_axis(mha.softmax, -1, x))
+    assert "the task says do not call a ready-made softmax" in line
+
+
+def test_a_forbidden_function_handed_to_an_mha_function_to_call_is_blamed():
+    def via_mha(x):
+        mha.numerical.numerical_jacobian(mha.softmax, np.asarray(x, dtype=float))
+        e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    line = told(checks.check_softmax, via_mha)
+    assert "the task says do not call a ready-made softmax" in line

@@ -388,6 +388,25 @@ def test_a_forbidden_call_in_a_thread_is_seen_by_the_profile_hook():
     assert "do not call mha.attention" in verdict("masked_attention", masked_attention)
 
 
+def test_grading_does_not_blame_an_allowed_mha_function_that_internally_calls_a_forbidden_one():
+    import mha
+
+    def cache_mask(n_cached, n_new):
+        return mha.causal_mask(n_cached + n_new)[n_cached:]  # calls mask_from_positions
+
+    assert verdict("cache_mask", cache_mask).startswith("passed: ")
+
+
+def test_grading_blames_a_direct_call_of_the_forbidden_mask_from_positions():
+    import mha
+
+    def cache_mask(n_cached, n_new):
+        return mha.masks.mask_from_positions(np.arange(n_cached, n_cached + n_new),
+                                             np.arange(n_cached + n_new))
+
+    assert "do not call mha.masks.mask_from_positions" in verdict("cache_mask", cache_mask)
+
+
 def test_a_loop_variable_named_like_history_is_not_history():
     assert mha_grading.suspicious("for _i in range(3):\n    print(_i)") == []
     assert "uses _i (line 1)" in mha_grading.suspicious("print(_i)")

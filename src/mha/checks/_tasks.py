@@ -79,8 +79,46 @@ def _first_arg_size(frame) -> int:
         return 0
 
 
+# Libraries whose frames stand between a call and whoever asked for it: a forbidden call
+# from inside them is judged by the frame that called into them (``np.apply_along_axis``
+# given ``mha.softmax``, a thread pool's worker running what the answer submitted).
+_PASS_THROUGH = ("numpy", "torch", "scipy")
+
+
+def _module_of(frame) -> str:
+    return frame.f_globals.get("__name__", "") or ""
+
+
+def _in_package(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _made_by_answer(caller, name: str) -> bool:
+    """Whether the call of ``name`` made from frame ``caller`` is the answer's own.
+
+    False only when the nearest frame up the stack that is neither NumPy, torch, SciPy nor
+    the standard library is a function of the mha package whose code names ``name`` itself
+    (``mha.causal_mask`` calling ``mha.masks.mask_from_positions``: the answer called an
+    allowed function). True when that frame is the answer's code or a helper it defined,
+    ``mha.checks`` (which calls the answer, so an answer that *is* the forbidden function
+    counts), an mha function calling a function handed to it
+    (``mha.numerical.numerical_jacobian(mha.softmax, x)``), or when the stack ends first (a
+    thread the answer started)."""
+    frame = caller
+    while frame is not None:
+        module = _module_of(frame)
+        top = module.partition(".")[0]
+        if _in_package(module, "mha"):
+            return _in_package(module, "mha.checks") or name not in frame.f_code.co_names
+        if not (top in _PASS_THROUGH or top in sys.stdlib_module_names):
+            return True
+        frame = frame.f_back
+    return True
+
+
 class _Watch:
-    """A profile hook that notes calls to the functions ``rules`` forbid."""
+    """A profile hook that notes calls to the functions ``rules`` forbid, when the answer
+    makes them (see :func:`_made_by_answer`), not an allowed mha function it calls."""
 
     def __init__(self, rules: Sequence[Rule], case: Case):
         self.case = case
@@ -93,15 +131,15 @@ class _Watch:
     def __call__(self, frame, event, arg):
         if event == "call":
             found = self.by_name.get(frame.f_code.co_name)
-            if found:
-                where = frame.f_globals.get("__name__", "") or ""
+            if found and _made_by_answer(frame.f_back, frame.f_code.co_name):
+                where = _module_of(frame)
                 for rule, module in found:
                     if where.startswith(module) and (rule.min_size is None or _first_arg_size(
                             frame) >= rule.min_size(self.case)):
                         self._hit(rule, f"{where}.{frame.f_code.co_name}")
         elif event == "c_call":
             found = self.by_name.get(getattr(arg, "__name__", ""))
-            if found:
+            if found and _made_by_answer(frame, arg.__name__):
                 owner = getattr(arg, "__self__", None)
                 where = getattr(arg, "__module__", None) or type(owner).__module__ or ""
                 for rule, module in found:
