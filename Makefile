@@ -88,8 +88,7 @@ course-check: $(STAMP)
 
 course-collect: $(STAMP)
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make course-collect SUBMISSIONS=DIR   (DIR/<student>/<assignment>/<assignment>.ipynb)"; exit 2; }
-	mkdir -p $(COURSE)/submitted
-	cp -R "$(SUBMISSIONS)"/. $(COURSE)/submitted/
+	$(BIN)/python tools/course_collect.py "$(COURSE)" "$(SUBMISSIONS)"
 
 course-zip-collect: $(STAMP)
 	@test -n "$(ZIPS)" && test -n "$(ASSIGNMENT)" || { echo "usage: make course-zip-collect ZIPS=DIR ASSIGNMENT=exNN_topic LMS=Canvas|Moodle|Blackboard"; exit 2; }

@@ -44,10 +44,10 @@ def summary(course: Path, assignment: str, started: float, killers: dict | None 
     failed, recorded = [], []
     for student in submitted:
         graded = course / "autograded" / student / assignment
-        if not graded.is_dir():
-            failed.append(student)
-        elif student in killers:
+        if student in killers:  # a killer's, or a folder without the set's notebook
             recorded.append(student)
+        elif not graded.is_dir():
+            failed.append(student)
         elif graded.stat().st_mtime >= started:
             now += 1
         else:
@@ -66,12 +66,15 @@ def summary(course: Path, assignment: str, started: float, killers: dict | None 
 
 
 def killers_in(report: str, assignment: str) -> dict:
-    """{student: reason} from the JSON line tools/course_autograde.py prints at its end."""
+    """{student: reason} from the JSON line tools/course_autograde.py prints at its end: the
+    killers and the submissions without the set's notebook, each recorded with 0 points."""
     for line in reversed(report.splitlines()):
         if line.startswith("{"):
             found = json.loads(line)
-            return {name.split("/")[0]: found["killed_reason"]
-                    for name in found["killed_the_grader"] if name.endswith(f"/{assignment}")}
+            reasons = {name: found["killed_reason"] for name in found["killed_the_grader"]}
+            reasons.update(found.get("not_gradable") or {})
+            return {name.split("/")[0]: why for name, why in reasons.items()
+                    if name.endswith(f"/{assignment}")}
     return {}
 
 

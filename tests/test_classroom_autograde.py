@@ -58,9 +58,10 @@ from autograde_all import killers_in  # noqa: E402
 
 
 def fake_runs(monkeypatch, results):
-    """course_autograde with nbgrader replaced: each run returns the next (status, student);
-    returns the list of the --force flags the runs got."""
-    forced, todo = [], list(results)
+    """course_autograde with nbgrader replaced: each run returns the next (status, student
+    [, {(student, set) nbgrader reported an error for}]); returns the list of the --force
+    flags the runs got."""
+    forced, todo = [], [(*r, set()) if len(r) == 2 else r for r in results]
     monkeypatch.setattr(course_autograde, "run_nbgrader",
                         lambda course, assignment, force: forced.append(force) or todo.pop(0))
     monkeypatch.setattr(course_autograde, "record_killer", lambda course, student, a: None)
@@ -83,3 +84,45 @@ def test_the_summary_reads_the_killers_course_autograde_reports(monkeypatch, tmp
     fake_runs(monkeypatch, [(-9, ("eve", A)), (0, None)])
     course_autograde.main([str(tmp_path), A, "--no-force"])
     assert killers_in(capsys.readouterr().out, A) == {"eve": course_autograde.KILLED}
+
+
+def course_with_misnamed(tmp_path: Path) -> Path:
+    """amy's folder holds her notebook under a browser's second-download name."""
+    course = tmp_path / "mha-course"
+    (course / "source" / A).mkdir(parents=True)
+    (course / "source" / A / f"{A}.ipynb").write_text("{}")
+    (course / "submitted" / "amy" / A).mkdir(parents=True)
+    (course / "submitted" / "amy" / A / f"{A} (1).ipynb").write_text("{}")
+    return course
+
+
+def test_a_folder_without_the_sets_notebook_does_not_fail_the_run(monkeypatch, tmp_path):
+    course = course_with_misnamed(tmp_path)
+    fake_runs(monkeypatch, [(1, None, {("amy", A)})])
+    monkeypatch.setattr(course_autograde, "record_not_gradable", lambda *a: "")
+    assert course_autograde.main([str(course), A]) == 0
+
+
+def test_the_summary_names_the_student_without_the_sets_notebook_and_why(
+        monkeypatch, tmp_path, capsys):
+    course = course_with_misnamed(tmp_path)
+    fake_runs(monkeypatch, [(1, None, {("amy", A)})])
+    monkeypatch.setattr(course_autograde, "record_not_gradable", lambda *a: "")
+    course_autograde.main([str(course), A])
+    out = capsys.readouterr().out
+    assert f"amy/{A}: no {A}.ipynb; found '{A} (1).ipynb'" in out.splitlines()[-1]
+    assert killers_in(out, A) == {"amy": f"no {A}.ipynb; found '{A} (1).ipynb'"}
+
+
+def test_another_students_error_still_fails_the_run(monkeypatch, tmp_path):
+    course = course_with_misnamed(tmp_path)
+    fake_runs(monkeypatch, [(1, None, {("amy", A), ("bob", A)})])
+    monkeypatch.setattr(course_autograde, "record_not_gradable", lambda *a: "")
+    assert course_autograde.main([str(course), A]) == 1
+
+
+def test_the_class_summary_reports_a_folder_without_the_notebook_as_recorded(tmp_path):
+    course = course_with(tmp_path, graded_now=["bob"], failed=["amy"])
+    line = summary(course, A, started=2000, killers={"amy": f"no {A}.ipynb; found nothing"})
+    assert f"1 submission autograded, 1 recorded with 0 points for review " \
+           f"(amy: no {A}.ipynb; found nothing), 0 failed" in line

@@ -16,9 +16,14 @@ more per killer (starting nbgrader costs about 7 s of CPU here: `nbgrader autogr
 to grade took 6.7 s user, 0.4 s sys on a loaded 2-core machine; a process per student would add
 over 3 minutes to a class of 30).
 
-Exit status: 0 when every submission was graded or recorded as a killer's; 1 when nbgrader
-failed for another reason (its own exit status, or a death outside any submission). A summary
-is printed at the end.
+A submission folder without the notebook nbgrader expects (none, or another name that
+tools/course_collect.py could not settle, e.g. two notebooks) makes nbgrader skip it and exit 1;
+it is named in the summary with the reason ("no ex01_weighted_sum.ipynb; found ..."), recorded
+in the gradebook with 0 points, needs_manual_grade and that reason, and does not fail the run.
+
+Exit status: 0 when every submission was graded or recorded as a killer's or as not gradable;
+1 when nbgrader failed for another reason (its own exit status, or a death outside any
+submission). A summary is printed at the end.
 """
 
 from __future__ import annotations
@@ -32,26 +37,73 @@ import subprocess
 import sys
 from pathlib import Path
 
+ERROR = re.compile(r"There was an error processing assignment '([^']*)' for student '([^']*)'")
 SANITIZING = re.compile(r"Sanitizing (.*?)[/\\]submitted[/\\]([^/\\]+)[/\\]([^/\\]+)[/\\]")
 KILLED = "the grading process was killed while this submission ran"
 REVIEW = "Flagged for review: "  # as course/mha_grading.py writes it
 MAX_RUNS = 50
 
 
-def run_nbgrader(course: Path, assignment: str, force: bool) -> tuple[int, tuple | None]:
-    """One ``nbgrader autograde``: its exit status and the (student, set) it was grading
-    last; its log goes to stderr as it comes."""
+def run_nbgrader(course: Path, assignment: str, force: bool) -> tuple[int, tuple | None, set]:
+    """One ``nbgrader autograde``: its exit status, the (student, set) it was grading
+    last and the (student, set) it reported errors for; its log goes to stderr as it comes."""
     nbgrader = Path(sys.executable).with_name("nbgrader")
     args = [str(nbgrader), "autograde", assignment] + (["--force"] if force else [])
     proc = subprocess.Popen(args, cwd=course, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, errors="replace", start_new_session=True)
-    current = None
+    current, errors = None, set()
     for line in proc.stdout:
         sys.stderr.write(line)
         match = SANITIZING.search(line)
         if match:
             current = (match.group(2), match.group(3))
-    return proc.wait(), current
+        match = ERROR.search(line)
+        if match:
+            errors.add((match.group(2), match.group(1)))
+    return proc.wait(), current, errors
+
+
+def not_gradable(course: Path, assignment: str) -> dict:
+    """{(student, set): reason} for each submission folder lacking a notebook of its set
+    (tools/course_collect.py says which names a set expects)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from course_collect import expected_names, problem
+
+    found = {}
+    for folder in sorted(course.glob(f"submitted/*/{assignment}")):
+        if folder.is_dir() and (course / "source" / folder.name).is_dir():
+            why = problem(folder, expected_names(course, folder.name))
+            if why:
+                found[folder.parent.name, folder.name] = why
+    return found
+
+
+def record_not_gradable(course: Path, student: str, assignment: str, reason: str) -> str:
+    """0 points, needs_manual_grade and ``reason`` in the gradebook; '' when recorded,
+    else why not (the summary names the student either way)."""
+    try:
+        sys.path.insert(0, str(course))
+        from nbgrader.api import Gradebook, MissingEntry
+
+        with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
+            gb.update_or_create_student(student)
+            try:
+                submission = gb.find_submission(assignment, student)
+            except MissingEntry:
+                submission = gb.add_submission(assignment, student)
+            first = True
+            for notebook in submission.notebooks:
+                for grade in notebook.grades:
+                    grade.auto_score = 0.0
+                    grade.needs_manual_grade = True
+                for comment in notebook.comments:
+                    if first:
+                        comment.auto_comment = REVIEW + reason
+                        first = False
+            gb.db.commit()
+    except Exception as err:  # the summary matters more than the record
+        return f"not recorded in the gradebook: {type(err).__name__}: {err}"
+    return ""
 
 
 def record_killer(course: Path, student: str, assignment: str) -> None:
@@ -114,11 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     course = args.course.resolve()
     killers, failure = [], ""
+    unfit = not_gradable(course, args.assignment)
     for run in range(MAX_RUNS):
-        status, current = run_nbgrader(course, args.assignment, force=args.force and run == 0)
+        status, current, errors = run_nbgrader(course, args.assignment,
+                                               force=args.force and run == 0)
         died = status < 0 or status in (128 + signal.SIGKILL, 128 + signal.SIGTERM)
         if not died:
-            if status != 0:
+            if status != 0 and not (status == 1 and errors and errors <= set(unfit)):
                 failure = f"nbgrader autograde exited with status {status}"
             break
         if current is None or current in killers:
@@ -130,15 +184,22 @@ def main(argv: list[str] | None = None) -> int:
         record_killer(course, *current)
     else:
         failure = f"nbgrader autograde died {MAX_RUNS} times"
+    recorded = {}
+    for (student, assignment), why in unfit.items():
+        note = record_not_gradable(course, student, assignment, why)
+        recorded[f"{student}/{assignment}"] = why + (f" ({note})" if note else "")
     graded = sorted(str(p.parent.relative_to(course / "autograded"))
                     for p in (course / "autograded").glob("*/*/*.ipynb")) \
         if (course / "autograded").exists() else []
     print(json.dumps({"graded": len(graded), "killed_the_grader": [f"{s}/{a}" for s, a in killers],
-                      "killed_reason": KILLED,
+                      "killed_reason": KILLED, "not_gradable": recorded,
                       "failure": failure or None}), flush=True)
     print(f"course_autograde: {len(graded)} submissions graded"
           + (f"; {len(killers)} killed the grading process and got 0, flagged for review: "
              + ", ".join(f"{s}/{a}" for s, a in killers) if killers else "")
+          + (f"; {len(recorded)} not gradable (no notebook of the expected name), got 0, "
+             "flagged for review: " + "; ".join(f"{k}: {v}" for k, v in recorded.items())
+             if recorded else "")
           + (f"; FAILED: {failure}" if failure else ""), flush=True)
     return 1 if failure else 0
 
