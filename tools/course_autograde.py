@@ -78,53 +78,13 @@ def not_gradable(course: Path, assignment: str) -> dict:
     return found
 
 
-def record_not_gradable(course: Path, student: str, assignment: str, reason: str) -> str:
-    """0 points, needs_manual_grade and ``reason`` in the gradebook; '' when recorded,
-    else why not (the summary names the student either way)."""
-    try:
-        sys.path.insert(0, str(course))
-        from nbgrader.api import Gradebook, MissingEntry
-
-        with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
-            gb.update_or_create_student(student)
-            try:
-                submission = gb.find_submission(assignment, student)
-            except MissingEntry:
-                submission = gb.add_submission(assignment, student)
-            first = True
-            for notebook in submission.notebooks:
-                for grade in notebook.grades:
-                    grade.auto_score = 0.0
-                    grade.needs_manual_grade = True
-                for comment in notebook.comments:
-                    if first:
-                        comment.auto_comment = REVIEW + reason
-                        first = False
-            gb.db.commit()
-    except Exception as err:  # the summary matters more than the record
-        return f"not recorded in the gradebook: {type(err).__name__}: {err}"
-    return ""
-
-
-def record_killer(course: Path, student: str, assignment: str) -> None:
-    """The killer's submission: 0 points, flagged; a graded copy whose test cells say why."""
+def record_zero(course: Path, student: str, assignment: str, reason: str) -> None:
+    """The submission in the gradebook with 0 points on every grade cell, needs_manual_grade,
+    and ``reason`` after the review prefix in its first comment."""
     sys.path.insert(0, str(course))
-    import nbformat
-    from nbgrader import utils
     from nbgrader.api import Gradebook, MissingEntry
 
-    db_url = "sqlite:///" + str(course / "gradebook.db")
-    source = course / "submitted" / student / assignment
-    target = course / "autograded" / student / assignment
-    reasons = [KILLED]
-    try:  # what the scan sees in its code (the kill itself, usually)
-        import mha_grading
-
-        for path in source.glob("*.ipynb"):
-            reasons += mha_grading._static_flags(nbformat.read(path, as_version=4))
-    except Exception as err:  # the record matters more than the reasons
-        reasons.append(f"(its code could not be scanned: {type(err).__name__})")
-    with Gradebook(db_url) as gb:
+    with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
         gb.update_or_create_student(student)
         try:
             submission = gb.find_submission(assignment, student)
@@ -137,9 +97,38 @@ def record_killer(course: Path, student: str, assignment: str) -> None:
                 grade.needs_manual_grade = True
             for comment in notebook.comments:
                 if first:
-                    comment.auto_comment = REVIEW + "; ".join(reasons)
+                    comment.auto_comment = REVIEW + reason
                     first = False
         gb.db.commit()
+
+
+def record_not_gradable(course: Path, student: str, assignment: str, reason: str) -> str:
+    """0 points, needs_manual_grade and ``reason`` in the gradebook; '' when recorded,
+    else why not (the summary names the student either way)."""
+    try:
+        record_zero(course, student, assignment, reason)
+    except Exception as err:  # the summary matters more than the record
+        return f"not recorded in the gradebook: {type(err).__name__}: {err}"
+    return ""
+
+
+def record_killer(course: Path, student: str, assignment: str) -> None:
+    """The killer's submission: 0 points, flagged; a graded copy whose test cells say why."""
+    sys.path.insert(0, str(course))
+    import nbformat
+    from nbgrader import utils
+
+    source = course / "submitted" / student / assignment
+    target = course / "autograded" / student / assignment
+    reasons = [KILLED]
+    try:  # what the scan sees in its code (the kill itself, usually)
+        import mha_grading
+
+        for path in source.glob("*.ipynb"):
+            reasons += mha_grading._static_flags(nbformat.read(path, as_version=4))
+    except Exception as err:  # the record matters more than the reasons
+        reasons.append(f"(its code could not be scanned: {type(err).__name__})")
+    record_zero(course, student, assignment, "; ".join(reasons))
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(source, target)
     for path in target.glob("*.ipynb"):
