@@ -282,6 +282,11 @@ SUSPECT_ATTRIBUTES = {
     "__module__", "checks", "grading", "_core", "_tasks", "history_manager", "user_ns",
     "__traceback__", "with_traceback", "__wrapped__", "func_code", "PREDICTIONS", "fork",
     "forkpty", "_exit", "kill", "system", "popen", "execv", "execve", "spawnv",
+    # files read or written through NumPy, torch or pathlib, not only open(): a submission
+    # printed the course's hidden lines read with np.loadtxt (issue 20's second examiner)
+    "loadtxt", "genfromtxt", "fromfile", "fromregex", "load", "save", "savetxt", "savez",
+    "savez_compressed", "tofile", "memmap", "read_text", "read_bytes", "write_text",
+    "write_bytes",
 }
 # Calls that switch off what grading watches, whatever module name they are reached through.
 SUSPECT_CALLS = {("sys", "setprofile"), ("sys", "settrace"), ("threading", "setprofile"),

@@ -259,6 +259,9 @@ HOSTILE = {
     "import signal": "imports signal",
     "import gc": "imports gc",
     "import tracemalloc": "imports tracemalloc",
+    "s = np.loadtxt('mha_grading.py', dtype=str, delimiter='\\n')": "uses .loadtxt",
+    "np.save('/tmp/x.npy', np.zeros(2))": "uses .save",
+    "g = torch.load('gradebook.db')": "uses .load",
     "sys.setprofile(None)": "calls sys.setprofile",
     "from sys import settrace as t\nt(None)": "calls sys.settrace",
     "tracemalloc.stop()": "calls tracemalloc.stop",
@@ -419,7 +422,8 @@ def test_reaching_into_the_package_with_vars_is_named_as_a_possible_forgery():
 
 @pytest.mark.parametrize("reason, withheld", [
     ("read_out: imports traceback (line 1)", True), ("an added cell (4): uses open (line 3)", True),
-    ("read_out: uses .f_back (line 2)", True), ("split: catches KeyboardInterrupt (line 3)", False),
+    ("read_out: uses .f_back (line 2)", True), ("attend: uses .loadtxt (line 1)", True),
+    ("split: catches KeyboardInterrupt (line 3)", False),
     ("causal: imports causal_mask from mha (line 1), which a task forbids", False),
     ("the locked cell test_x was edited (grading restored it)", False)])
 def test_feedback_withholds_outputs_only_for_reasons_that_can_read(reason, withheld):
