@@ -14,7 +14,8 @@ PREFIX/env    a venv made from /usr/bin/python3 (not pyenv's, which lives under 
               env/share/mha-course/lessons/           notebooks/NN_*.ipynb (for students)
               env/share/mha-course/*.py               classroom/sync_lessons.py,
                                                       classroom/register_students.py,
-                                                      tools/course_autograde.py
+                                                      tools/course_autograde.py,
+                                                      tools/course_collect.py
 PREFIX/proxy  configurable-http-proxy from npm.
 
 Cached: each step runs only when what it installs changed (a content hash of its inputs
@@ -138,8 +139,10 @@ def build(prefix: Path, python: str, torch_args: list[str]) -> None:
         shutil.copy(lesson, share / "lessons" / lesson.name)
     for script in ("sync_lessons.py", "register_students.py"):
         shutil.copy(HERE / script, share / script)
-    # what `make class-autograde` (autograde_all.py) runs as the instructor
-    shutil.copy(ROOT / "tools" / "course_autograde.py", share / "course_autograde.py")
+    # what `make class-autograde` (autograde_all.py) runs as the instructor, and the module it
+    # imports to name a submission folder without its set's notebook
+    for script in ("course_autograde.py", "course_collect.py"):
+        shutil.copy(ROOT / "tools" / script, share / script)
     # JupyterLab's defaults for everyone: no "Jupyter news?" prompt, no update check (both
     # would reach outside; a class needs neither)
     settings = env / "share" / "jupyter" / "lab" / "settings"
