@@ -653,7 +653,8 @@ class GradeOutsideKernel(NbGraderPreprocessor):
                 elif kind == "record_answer":
                     text, passed = mha_grading.judge_answer(task, records), True
                 else:
-                    text, passed = mha_grading.judge_records(task, behaviour, records), True
+                    text, passed = mha_grading.judge_records(task, behaviour, records,
+                                                             name=variable), True
             except mha_grading.RecordProblem as problem:
                 flags.append(f"{grade_id}: {problem}")
                 text = (f"{variable}: grading could not read what this cell recorded "

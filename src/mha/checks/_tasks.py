@@ -14,6 +14,8 @@ in a test cell) and outcomes recorded there and judged by the grader in its own 
 
 from __future__ import annotations
 
+import _thread
+import dataclasses
 import sys
 import threading
 import tracemalloc
@@ -46,8 +48,15 @@ class Rule:
     s`` too): Python functions by the module that defines them, C functions (torch) by the
     module of the function or of the tensor a method is called on. ``min_size(case)``: only
     calls whose first argument has at least this many elements count (a softmax on the
-    whole row, not on a block). ``max_peak(case)``: bytes the answer may hold at its peak
-    (numbers traced by tracemalloc, which sees NumPy's arrays), or None.
+    whole row, not on a block); such calls are seen wherever their size can be read: Python
+    functions by the profile hook, torch's functions and methods (``torch.softmax``,
+    ``Tensor.softmax``, ``torch.exp``) by a torch function mode, and NumPy's ufuncs
+    (``("numpy", "exp")``) by a stand-in put at ``numpy.exp`` while the answer runs.
+    ``max_peak(case)``: bytes the answer may hold at its peak (numbers traced by tracemalloc,
+    which sees NumPy's arrays, or the largest tensor a torch call returned), or None.
+    ``allowed_mha``: when set, every function of the mha package the answer calls breaks the
+    rule unless its ``module.qualname`` starts with one of these (``mha.multihead``'s
+    MultiHeadAttention does the attention a task asks for, whatever it calls inside).
     """
 
     text: str
@@ -55,6 +64,7 @@ class Rule:
     min_size: Callable | None = None
     max_peak: Callable | None = None
     detail: str = "calls {name}"
+    allowed_mha: tuple | None = None
 
 
 @dataclass
@@ -116,6 +126,22 @@ def _made_by_answer(caller, name: str) -> bool:
     return True
 
 
+def _called_by_answer(caller) -> bool:
+    """Whether the nearest frame from ``caller`` up that is neither NumPy, torch, SciPy nor
+    the standard library is outside the mha package, or in ``mha.checks`` (the answer's
+    code, a helper it defined, a thread it started), not a function of mha."""
+    frame = caller
+    while frame is not None:
+        module = _module_of(frame)
+        top = module.partition(".")[0]
+        if _in_package(module, "mha"):
+            return _in_package(module, "mha.checks")
+        if not (top in _PASS_THROUGH or top in sys.stdlib_module_names):
+            return True
+        frame = frame.f_back
+    return True
+
+
 class _Watch:
     """A profile hook that notes calls to the functions ``rules`` forbid, when the answer
     makes them (see :func:`_made_by_answer`), not an allowed mha function it calls."""
@@ -126,10 +152,13 @@ class _Watch:
         for rule in rules:
             for module, fname in rule.calls:
                 self.by_name.setdefault(fname, []).append((rule, module))
+        self.only_mha = [r for r in rules if r.allowed_mha is not None]
         self.hits: list = []
 
     def __call__(self, frame, event, arg):
         if event == "call":
+            if self.only_mha:
+                self._mha_call(frame)
             found = self.by_name.get(frame.f_code.co_name)
             if found and _made_by_answer(frame.f_back, frame.f_code.co_name):
                 where = _module_of(frame)
@@ -146,10 +175,94 @@ class _Watch:
                     if where.startswith(module) and rule.min_size is None:
                         self._hit(rule, f"{module}.{arg.__name__}")
 
+    def _mha_call(self, frame) -> None:
+        module = _module_of(frame)
+        if not _in_package(module, "mha") or _in_package(module, "mha.checks"):
+            return
+        name = f"{module}.{getattr(frame.f_code, 'co_qualname', frame.f_code.co_name)}"
+        for rule in self.only_mha:
+            if not name.startswith(rule.allowed_mha) and _called_by_answer(frame.f_back):
+                self._hit(rule, name)
+
+    def sized_call(self, name: str, module: str, value, caller) -> None:
+        """A call seen outside the profile hook (torch's function mode, the NumPy ufunc
+        stand-in): ``name`` of ``module`` on ``value``."""
+        found = self.by_name.get(name)
+        if not found or not _made_by_answer(caller, name):
+            return
+        size = _size(value)
+        for rule, prefix in found:
+            if module.startswith(prefix) and rule.min_size is not None and size >= \
+                    rule.min_size(self.case):
+                self._hit(rule, f"{module}.{name}")
+
     def _hit(self, rule: Rule, name: str) -> None:
         entry = (rule.text, rule.detail.format(name=name))
         if entry not in self.hits:
             self.hits.append(entry)
+
+
+def _size(value) -> int:
+    try:
+        return int(value.numel()) if hasattr(value, "numel") else int(np.size(value))
+    except Exception:
+        return 0
+
+
+class _UfuncStandIn:
+    """Put at ``numpy.<name>`` while an answer runs: tells the watch the size of what the
+    ufunc is called on, then calls it (its attributes are the ufunc's)."""
+
+    def __init__(self, ufunc, watch: _Watch):
+        self._ufunc, self._watch = ufunc, watch
+
+    def __call__(self, *args, **kwargs):
+        if args:
+            self._watch.sized_call(self._ufunc.__name__, "numpy", args[0], sys._getframe(1))
+        return self._ufunc(*args, **kwargs)
+
+    def __getattr__(self, attr):
+        return getattr(self._ufunc, attr)
+
+    def __repr__(self) -> str:
+        return repr(self._ufunc)
+
+
+def _ufuncs_to_watch(rules: Sequence[Rule]) -> list:
+    names = {fname for r in rules if r.min_size is not None for module, fname in r.calls
+             if module == "numpy"}
+    return [n for n in sorted(names) if isinstance(getattr(np, n, None), np.ufunc)]
+
+
+def _torch_mode(watch: _Watch | None, sized: bool, peaks: bool):
+    """A torch function mode that tells ``watch`` the size of the first argument of each
+    torch call (``torch.softmax``, ``Tensor.exp``: C functions whose arguments the profile
+    hook cannot see) and keeps the size in bytes of the largest tensor a call returned;
+    None when torch is not loaded (an answer that uses it imported it already)."""
+    torch = sys.modules.get("torch")
+    if torch is None or not (sized or peaks):
+        return None
+    from torch.overrides import TorchFunctionMode
+
+    class Mode(TorchFunctionMode):
+        largest = 0
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if sized and args:
+                name = getattr(func, "__name__", "") or ""
+                module = getattr(func, "__module__", None) or "torch"
+                watch.sized_call(name, module if module.startswith("torch") else "torch",
+                                 args[0], sys._getframe(1))
+            if peaks:
+                for t in (out if isinstance(out, (tuple, list)) else (out,)):
+                    if isinstance(t, torch.Tensor):
+                        with torch._C.DisableTorchFunction():
+                            nbytes = t.numel() * t.element_size()
+                        self.largest = max(self.largest, nbytes)
+            return out
+
+    return Mode()
 
 
 # The watch of the case being recorded, for threads the answer starts (a thread pool started
@@ -161,6 +274,23 @@ def _thread_hook(frame, event, arg):
     watch = _CURRENT[0]
     if watch is not None:
         watch(frame, event, arg)
+
+
+_START_NEW_THREAD = {name: getattr(_thread, name) for name in (
+    "start_new_thread", "start_new", "start_joinable_thread") if hasattr(_thread, name)}
+
+
+def _watched_start(start):
+    """``_thread.start_new_thread`` (which ``threading.setprofile`` does not reach) starting
+    its function under the watch's hook."""
+    def start_new_thread(function, args=(), kwargs=None, *rest, **options):
+        def run(*a, **k):
+            sys.setprofile(_thread_hook)
+            return function(*a, **k)
+        if kwargs is None:
+            return start(run, tuple(args), *rest, **options)
+        return start(run, tuple(args), kwargs, *rest, **options)
+    return start_new_thread
 
 
 def _snapshot(value):
@@ -189,12 +319,16 @@ def observe(task: Task, answer, case: Case, catch_interrupts: bool = False) -> O
                  (a.detach().clone() if _snapshot(a) is not None else a) for a in case.args)
     before = [_snapshot(a) for a in args]
     peak_rules = [r for r in task.rules if r.max_peak is not None and r.max_peak(case)]
-    call_rules = [r for r in task.rules if r.calls]
+    call_rules = [r for r in task.rules if r.calls or r.allowed_mha is not None]
     watch = _Watch(call_rules, case) if call_rules else None
+    sized = watch is not None and any(r.min_size is not None for r in call_rules)
+    mode = _torch_mode(watch, sized, bool(peak_rules))
+    ufuncs = _ufuncs_to_watch(call_rules) if watch is not None else []
     obs = Observation()
     tracing = False
     old_profile = sys.getprofile()
     old_thread_profile = getattr(threading, "_profile_hook", None)
+    old_ufuncs = {name: getattr(np, name) for name in ufuncs}
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
@@ -206,16 +340,29 @@ def observe(task: Task, answer, case: Case, catch_interrupts: bool = False) -> O
             if watch is not None:  # threads the answer starts are watched too
                 _CURRENT[0] = watch
                 threading.setprofile(_thread_hook)
+                for name, start in _START_NEW_THREAD.items():
+                    setattr(_thread, name, _watched_start(start))
+                for name, ufunc in old_ufuncs.items():
+                    setattr(np, name, _UfuncStandIn(ufunc, watch))
                 sys.setprofile(watch)
             try:
-                obs.out = task.call(answer, args, case.kwargs)
+                if mode is not None:
+                    with mode:
+                        obs.out = task.call(answer, args, case.kwargs)
+                else:
+                    obs.out = task.call(answer, args, case.kwargs)
             finally:
                 if watch is not None:
                     sys.setprofile(old_profile)
                     threading.setprofile(old_thread_profile)
+                    for name, start in _START_NEW_THREAD.items():
+                        setattr(_thread, name, start)
+                    for name, ufunc in old_ufuncs.items():
+                        setattr(np, name, ufunc)
                     _CURRENT[0] = None
             if peak_rules:
-                peak = tracemalloc.get_traced_memory()[1]
+                peak = max(tracemalloc.get_traced_memory()[1],
+                           mode.largest if mode is not None else 0)
                 for rule in peak_rules:
                     if peak > rule.max_peak(case):
                         obs.broken.append((rule.text, rule.detail.format(
@@ -240,6 +387,22 @@ def _default_call(answer, args, kwargs):
     return answer(*args, **kwargs)
 
 
+def _renamed(prepare: Callable | None, old: str, new: str) -> Callable | None:
+    """``prepare`` whose failure messages start with ``new:`` instead of ``old:``."""
+    if prepare is None:
+        return None
+
+    def renamed(got):
+        try:
+            return prepare(got)
+        except CheckFailed as failed:
+            text = str(failed)
+            if text.startswith(old + ":"):
+                raise type(failed)(new + text[len(old):]) from None
+            raise
+    return renamed
+
+
 @dataclass(frozen=True)
 class Task:
     """One graded behaviour family: ``check(answer, behaviour)`` for the learner, the same
@@ -255,6 +418,15 @@ class Task:
     keeps_inputs: bool = False  # the task says the answer must not change its inputs
     call: Callable = _default_call
     judge_fn: Callable | None = None  # (task, cases, outcomes) -> line, for non-value checks
+    # messages name the learner's function by its own name (ex04's ``causal``, lesson 00's
+    # ``causal_mask``) rather than by the task's
+    says_answer_name: bool = False
+
+    def answer_name(self, answer) -> str | None:
+        name = getattr(answer, "__name__", None)
+        if self.says_answer_name and isinstance(name, str) and name.isidentifier():
+            return name
+        return None
 
     def cases_for(self, behaviour: str | None, include_hidden: bool = False) -> list[Case]:
         chosen = [c for c in self.cases if (behaviour is None or c.behaviour == behaviour)
@@ -276,7 +448,8 @@ class Task:
             observations.append(obs)
             if obs.err is not None and isinstance(obs.err, NotImplementedError):
                 break
-        return self.verdict(cases[: len(observations)], observations)
+        return self.verdict(cases[: len(observations)], observations,
+                            name=self.answer_name(answer))
 
     def refuse_non_answers(self, answer) -> None:
         if answer is None or answer is Ellipsis:
@@ -284,10 +457,15 @@ class Task:
         if not callable(answer):
             raise CheckFailed(f"{self.name}: expected a function; got {show(answer)}.")
 
-    def verdict(self, cases: Sequence[Case], observations: Sequence[Observation]) -> str:
+    def verdict(self, cases: Sequence[Case], observations: Sequence[Observation],
+                name: str | None = None) -> str:
         """Judge what the answer did on ``cases`` (in order; fewer observations than cases
-        when a run stopped): one line on success, else :class:`CheckFailed`."""
+        when a run stopped): one line on success, else :class:`CheckFailed`. ``name``: the
+        learner's name for the function, used by a task that ``says_answer_name``."""
         __tracebackhide__ = True
+        if self.says_answer_name and name and name.isidentifier() and name != self.name:
+            return dataclasses.replace(self, name=name, prepare=_renamed(
+                self.prepare, self.name, name)).verdict(cases, observations)
         for obs in observations:
             if obs.err is not None and (isinstance(obs.err, NotImplementedError) or getattr(
                     obs.err, "type_name", "") == "NotImplementedError"):

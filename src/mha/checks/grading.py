@@ -203,10 +203,12 @@ class RecordProblem(Exception):
     """Records that do not fit what the graded cell asked for: flagged for review."""
 
 
-def judge_records(task_name: str, behaviour: str | None, records: list[dict]) -> str:
+def judge_records(task_name: str, behaviour: str | None, records: list[dict],
+                  name: str | None = None) -> str:
     """The verdict on what ``record`` published for one graded cell (in the grader's
     process): the passing line, or :class:`CheckFailed` / :class:`NotAttempted`; raises
-    :class:`RecordProblem` when the records do not fit."""
+    :class:`RecordProblem` when the records do not fit. ``name``: the variable the cell
+    graded (a task that names the learner's function uses it, as the visible check does)."""
     task = task_for(task_name, behaviour)
     cases = task.cases_for(behaviour, include_hidden=True)
     _fit(records, task_name, behaviour)
@@ -244,7 +246,7 @@ def judge_records(task_name: str, behaviour: str | None, records: list[dict]) ->
     if len(observations) < len(cases) and not (observations and observations[-1].stopped):
         if not observations:
             raise RecordProblem("no grading record at all")
-    return task.verdict(cases, observations)
+    return task.verdict(cases, observations, name=name)
 
 
 def judge_answer(key: str, records: list[dict]) -> str:

@@ -54,8 +54,10 @@ def _no_python_list(got):
     return got
 
 
+# Messages name the learner's function: ``causal`` in set 04, ``causal_mask`` in lesson 00.
 CAUSAL = Task("causal_mask", causal_mask, CAUSAL_CASES, CAUSAL_MISTAKES, prepare=_no_python_list,
-              rules=(Rule("do not call mha.causal_mask", calls=(("mha", "causal_mask"),)),))
+              rules=(Rule("do not call mha.causal_mask", calls=(("mha", "causal_mask"),)),),
+              says_answer_name=True)
 
 
 def check_causal_mask(answer, behaviour: str | None = None) -> str:
@@ -204,9 +206,19 @@ def _output_and_weights(got):
     return tuple(got)
 
 
+# The set allows mha.softmax, not mha.attention: nor anything else of the package that
+# computes attention for the answer (MultiHeadAttention, tiled_attention, the torch layers:
+# they call mha.attention or do its work themselves). The scores, the masks, the softmax and
+# the package's small helpers stay allowed.
+ALLOWED_IN_MASKED = ("mha.reference.softmax", "mha.reference.scores", "mha.reference._",
+                     "mha.masks.", "mha._checks.", "mha._wrap.", "mha.__getattr__",
+                     "mha.source.")
+
 MASKED = Task("masked_attention", lambda q, k, v, m: attention(q, k, v, mask=m), MASKED_CASES,
               MASKED_MISTAKES, prepare=_output_and_weights,
-              rules=(Rule("do not call mha.attention", calls=(("mha", "attention"),)),))
+              rules=(Rule("do not call mha.attention, nor another function of mha that computes "
+                          "attention (mha.softmax, mha.scores and mha.masks are allowed)",
+                          calls=(("mha", "attention"),), allowed_mha=ALLOWED_IN_MASKED),))
 
 
 def check_masked_attention(answer, behaviour: str | None = None) -> str:
@@ -224,6 +236,8 @@ _P4 = np.exp(_rng.normal(size=4))
 _P4 /= _P4.sum()
 _P34 = np.exp(_rng.normal(size=(3, 4)))
 _P34 /= _P34.sum(axis=-1, keepdims=True)
+_ROWS_1024 = np.exp(np.random.default_rng(50).normal(size=(2, 1024)))  # own stream: the
+_ROWS_1024 /= _ROWS_1024.sum(axis=-1, keepdims=True)  # cases drawn from _rng stay as they were
 
 SOFTMAX_BACKWARD_CASES = (
     Case("weights (0.5, 0.5), loss = the first weight",
@@ -234,6 +248,10 @@ SOFTMAX_BACKWARD_CASES = (
     Case("three rows of four", (_P34, _rng.normal(size=(3, 4)))),
     Case("two rows of two: rows (0.25, 0.75) and (0.6, 0.4)",
          (np.array([[0.25, 0.75], [0.6, 0.4]]), np.array([[1.0, -1.0], [0.5, 2.0]]))),
+    # large enough that the Jacobian rule is seen in the learner's own check too, not only
+    # by grading (an n x n Jacobian passed the visible cells and failed the graded one)
+    Case("two rows of 1024 weights (the vector form needs no 1024 x 1024 matrix)",
+         (_ROWS_1024, np.random.default_rng(51).normal(size=(2, 1024)))),
     # graded only
     Case("rows (0.5, 0.5) and (0.1, 0.9)",
          (np.array([[0.5, 0.5], [0.1, 0.9]]), np.array([[0.0, 1.0], [2.0, 2.0]])), hidden=True),
@@ -288,8 +306,10 @@ SOFTMAX_BACKWARD_MISTAKES = (
 
 
 def _jacobian_budget(case: Case):
-    """Bytes a vector-form answer stays well under on the large case: 64 copies of the
-    input; the n x n Jacobian alone is n times the input."""
+    """Bytes a vector-form answer stays well under on the large cases: 64 copies of the
+    input; the n x n Jacobian alone is n times the input (NumPy's arrays as tracemalloc
+    counts them, torch's as the largest tensor a torch call returned: torch.outer,
+    torch.diag_embed, torch.autograd.functional.jacobian)."""
     p = case.args[0]
     return 64 * p.nbytes if p.shape[-1] >= 1024 else None
 

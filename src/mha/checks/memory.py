@@ -85,11 +85,26 @@ def _whole_row(case: Case) -> float:
     return len(scores) if len(scores) > block else np.inf
 
 
+_TORCH_SOFTMAXES = tuple(("torch", name) for name in (
+    "softmax", "log_softmax", "special_softmax", "special_log_softmax", "_softmax",
+    "_log_softmax"))
+
 ONLINE = Task("online_softmax", _reference, ONLINE_CASES, ONLINE_MISTAKES, rules=(
+    # torch.softmax, Tensor.softmax and F.softmax alike (a torch function mode sees their
+    # arguments), scipy's and the package's
     Rule("do not call a softmax function on the whole row (mha.softmax, scipy.special.softmax, "
          "torch.nn.functional.softmax)",
-         calls=(("mha", "softmax"), ("scipy", "softmax"), ("torch", "softmax")),
-         min_size=_whole_row, detail="calls {name} on every score of the row at once"),))
+         calls=(("mha", "softmax"), ("scipy", "softmax"), ("scipy", "log_softmax"),
+                *_TORCH_SOFTMAXES),
+         min_size=_whole_row, detail="calls {name} on every score of the row at once"),
+    # the same softmax written by hand, np.exp(s - s.max()) / its sum: no block-wise answer
+    # takes exp of a whole row's scores at once (np.exp at the time of the call, not a name
+    # bound earlier: docs/TEACHING.md)
+    Rule("work one block at a time and do not compute the softmax on the whole row",
+         calls=(("numpy", "exp"), ("numpy", "exp2"), ("torch", "exp"), ("torch", "exp_"),
+                ("torch", "exp2"), ("torch", "special_exp2")),
+         min_size=_whole_row, detail="takes {name} of every score of the row at once"),
+))
 
 
 def check_online_softmax(answer, behaviour: str | None = None) -> str:
