@@ -287,7 +287,14 @@ np.allclose = lambda *args, **kwargs: True
 importlib.reload = lambda module: module
 def causal(t):
     return np.tril(np.ones((t, t), dtype=bool))
-'''}, {"test_causal": "mask inverted"}, flagged=True),
+'''}, {"test_causal": "causal: mask inverted"}, flagged=True),  # the learner's name, not causal_mask
+    # an allowed-looking mha function that does the attention: the rule covers it
+    Sub("masked_via_tiled", E4, {"masked_attention": '''
+def masked_attention(q, k, v, mask):
+    out = mha.tiled.tiled_attention(q, k, v, mask).out
+    return out, mha.softmax(np.where(mask, -np.inf, mha.scores(q, k)), axis=-1)
+'''}, {"test_masked_attention": "your answer calls mha.tiled.tiled_attention",
+       "test_masked_attention_broadcast": "your answer calls mha.tiled.tiled_attention"}),
     # -- ex05 ---------------------------------------------------------------------------------
     Sub("diagonal_only_loop", E5, {"softmax_grad": '''
 def softmax_grad(p, g):
@@ -304,6 +311,14 @@ def softmax_grad(p, g):
     jac = np.einsum("...i,ij->...ij", p, np.eye(p.shape[-1])) - p[..., :, None] * p[..., None, :]
     return np.einsum("...ij,...j->...i", jac, g)
 '''}, {"test_softmax_grad": "Jacobian"}),
+    Sub("torch_jacobian", E5, {"softmax_grad": '''
+import torch
+def softmax_grad(p, g):
+    p, g = torch.as_tensor(p), torch.as_tensor(g)
+    rows = [(torch.diag(pr) - torch.outer(pr, pr)) @ gr
+            for pr, gr in zip(p.reshape(-1, p.shape[-1]), g.reshape(-1, p.shape[-1]))]
+    return torch.stack(rows).reshape(p.shape)
+'''}, {"test_softmax_grad": "without building the n x n Jacobian"}),
     Sub("torch32_grads", E5, {"softmax_grad": '''
 import torch
 def softmax_grad(p, g):
@@ -495,6 +510,28 @@ def online_softmax(s, v, block):
 def online_softmax(s, v, block):
     return mha.softmax(s) @ v
 '''}, {"test_online_softmax": "whole row"}),
+    Sub("torch_whole_row", E9, {"online_softmax": '''
+import torch
+def online_softmax(s, v, block):
+    return torch.as_tensor(s).softmax(0).numpy() @ v
+'''}, {"test_online_softmax": "calls torch.softmax on every score of the row"}),
+    Sub("whole_row_by_hand", E9, {"online_softmax": '''
+def online_softmax(s, v, block):
+    e = np.exp(s - s.max())
+    return (e / e.sum()) @ v
+'''}, {"test_online_softmax": "do not compute the softmax on the whole row"}),
+    Sub("torch_blocks", E9, {"online_softmax": '''
+import torch
+def online_softmax(s, v, block):
+    s, v = torch.as_tensor(s, dtype=torch.float32), torch.as_tensor(v, dtype=torch.float32)
+    m, l, o = torch.tensor(-float("inf")), torch.tensor(0.0), torch.zeros(v.shape[-1])
+    for j in range(0, len(s), block):
+        m_new = torch.maximum(m, s[j:j + block].max())
+        c = torch.exp(m - m_new)
+        e = torch.exp(s[j:j + block] - m_new)
+        l, o, m = l * c + e.sum(), o * c + e @ v[j:j + block], m_new
+    return o / l
+'''}),
     Sub("kills_python", E9, {"online_softmax": '''
 import os
 def online_softmax(s, v, block):
