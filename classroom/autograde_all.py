@@ -73,6 +73,7 @@ def killers_in(report: str, assignment: str) -> dict:
             found = json.loads(line)
             reasons = {name: found["killed_reason"] for name in found["killed_the_grader"]}
             reasons.update(found.get("not_gradable") or {})
+            reasons.update(found.get("over_budget") or {})
             return {name.split("/")[0]: why for name, why in reasons.items()
                     if name.endswith(f"/{assignment}")}
     return {}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "classroom"))
@@ -63,8 +64,8 @@ def fake_runs(monkeypatch, results):
     flags the runs got."""
     forced, todo = [], [(*r, set()) if len(r) == 2 else r for r in results]
     monkeypatch.setattr(course_autograde, "run_nbgrader",
-                        lambda course, assignment, force: forced.append(force) or todo.pop(0))
-    monkeypatch.setattr(course_autograde, "record_killer", lambda course, student, a: None)
+                        lambda course, assignment, force, **kw: forced.append(force) or todo.pop(0))
+    monkeypatch.setattr(course_autograde, "record_killer", lambda course, student, a, **kw: None)
     return forced
 
 
@@ -84,6 +85,44 @@ def test_the_summary_reads_the_killers_course_autograde_reports(monkeypatch, tmp
     fake_runs(monkeypatch, [(-9, ("eve", A)), (0, None)])
     course_autograde.main([str(tmp_path), A, "--no-force"])
     assert killers_in(capsys.readouterr().out, A) == {"eve": course_autograde.KILLED}
+
+
+def test_nbgrader_is_stopped_when_one_submission_runs_past_the_budget(monkeypatch, tmp_path):
+    """A stand-in nbgrader begins eve's submission and never ends it (as one whose answer
+    patched builtins.max did for 13-15 minutes): it is killed after the budget."""
+    fake = tmp_path / "bin" / "nbgrader"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho \"[AutogradeApp | INFO] Sanitizing "
+                    f"{tmp_path}/submitted/eve/{A}/{A}.ipynb\"\nsleep 120\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake.with_name("python")))
+    course_autograde.OVERRAN.clear()
+    start = time.monotonic()
+    status, current, _ = course_autograde.run_nbgrader(tmp_path, A, force=True, budget=2)
+    assert time.monotonic() - start < 30
+    assert status == -9 and current == ("eve", A)
+    assert course_autograde.OVERRAN == {("eve", A): 2}
+
+
+def test_a_submission_past_the_budget_is_recorded_with_0_and_the_reason(
+        monkeypatch, tmp_path, capsys):
+    runs = [(-9, ("eve", A), set()), (0, None, set())]
+    recorded = []
+
+    def run(course, assignment, force, budget=None):
+        if runs[0][1] is not None:
+            course_autograde.OVERRAN[runs[0][1]] = budget
+        return runs.pop(0)
+
+    monkeypatch.setattr(course_autograde, "run_nbgrader", run)
+    monkeypatch.setattr(course_autograde, "record_killer",
+                        lambda course, student, a, reason=None: recorded.append((student, reason)))
+    assert course_autograde.main([str(tmp_path), A, "--budget", "300"]) == 0
+    reason = course_autograde.OVER_BUDGET.format(300)
+    assert recorded == [("eve", reason)]
+    out = capsys.readouterr().out
+    assert killers_in(out, A) == {"eve": reason}
+    assert "1 stopped after 300 s" in out
 
 
 def course_with_misnamed(tmp_path: Path) -> Path:

@@ -16,6 +16,14 @@ more per killer (starting nbgrader costs about 7 s of CPU here: `nbgrader autogr
 to grade took 6.7 s user, 0.4 s sys on a loaded 2-core machine; a process per student would add
 over 3 minutes to a class of 30).
 
+A submission that takes longer than a budget (``--budget``, 600 s by default) is stopped the
+same way: nbgrader is killed, the submission recorded with 0 points, needs_manual_grade and
+the reason "grading stopped this submission after 600 s", and nbgrader started again without
+``--force``. An answer cell that patches ``builtins.max`` (issue 20's examiner) kept grading on
+one submission for 13-15 minutes: every test cell after it hung to the cell time limit, and
+each of the five restarts of Python replayed the poisoned cell; the budget caps what one
+submission can cost the class, whatever the cause.
+
 A submission folder without the notebook nbgrader expects (none, or another name that
 tools/course_collect.py could not settle, e.g. two notebooks) makes nbgrader skip it and exit 1;
 it is named in the summary with the reason ("no ex01_weighted_sum.ipynb; found ..."), recorded
@@ -29,12 +37,16 @@ submission). A summary is printed at the end.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import re
 import shutil
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 ERROR = re.compile(r"There was an error processing assignment '([^']*)' for student '([^']*)'")
@@ -42,25 +54,51 @@ SANITIZING = re.compile(r"Sanitizing (.*?)[/\\]submitted[/\\]([^/\\]+)[/\\]([^/\
 KILLED = "the grading process was killed while this submission ran"
 REVIEW = "Flagged for review: "  # as course/mha_grading.py writes it
 MAX_RUNS = 50
+BUDGET = 600.0  # seconds one submission may take (--budget)
+OVER_BUDGET = "grading stopped this submission after {:.0f} s, the time one submission may take"
+# (student, set) -> seconds, for each submission the watchdog of run_nbgrader stopped
+OVERRAN: dict = {}
 
 
-def run_nbgrader(course: Path, assignment: str, force: bool) -> tuple[int, tuple | None, set]:
+def run_nbgrader(course: Path, assignment: str, force: bool, budget: float | None = None
+                 ) -> tuple[int, tuple | None, set]:
     """One ``nbgrader autograde``: its exit status, the (student, set) it was grading
-    last and the (student, set) it reported errors for; its log goes to stderr as it comes."""
+    last and the (student, set) it reported errors for; its log goes to stderr as it comes.
+    A submission still being graded ``budget`` seconds after nbgrader began it (its
+    "Sanitizing" line) is stopped: nbgrader's session is killed and the submission noted
+    in :data:`OVERRAN`."""
     nbgrader = Path(sys.executable).with_name("nbgrader")
     args = [str(nbgrader), "autograde", assignment] + (["--force"] if force else [])
     proc = subprocess.Popen(args, cwd=course, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, errors="replace", start_new_session=True)
-    current, errors = None, set()
-    for line in proc.stdout:
-        sys.stderr.write(line)
-        match = SANITIZING.search(line)
-        if match:
-            current = (match.group(2), match.group(3))
-        match = ERROR.search(line)
-        if match:
-            errors.add((match.group(2), match.group(1)))
-    return proc.wait(), current, errors
+    state = {"current": None, "since": time.monotonic()}
+    done = threading.Event()
+
+    def watchdog():
+        while not done.wait(1.0):
+            current = state["current"]
+            if current is not None and time.monotonic() - state["since"] > budget:
+                OVERRAN[current] = budget
+                with contextlib.suppress(OSError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                return
+
+    if budget:
+        threading.Thread(target=watchdog, daemon=True).start()
+    errors = set()
+    try:
+        for line in proc.stdout:
+            sys.stderr.write(line)
+            match = SANITIZING.search(line)
+            if match:
+                state["current"], state["since"] = (match.group(2), match.group(3)), \
+                    time.monotonic()
+            match = ERROR.search(line)
+            if match:
+                errors.add((match.group(2), match.group(1)))
+        return proc.wait(), state["current"], errors
+    finally:
+        done.set()
 
 
 def not_gradable(course: Path, assignment: str) -> dict:
@@ -112,15 +150,16 @@ def record_not_gradable(course: Path, student: str, assignment: str, reason: str
     return ""
 
 
-def record_killer(course: Path, student: str, assignment: str) -> None:
-    """The killer's submission: 0 points, flagged; a graded copy whose test cells say why."""
+def record_killer(course: Path, student: str, assignment: str, reason: str = KILLED) -> None:
+    """The killer's submission (or one stopped at the budget, ``reason``): 0 points, flagged;
+    a graded copy whose test cells say why (so that nbgrader without --force skips it)."""
     sys.path.insert(0, str(course))
     import nbformat
     from nbgrader import utils
 
     source = course / "submitted" / student / assignment
     target = course / "autograded" / student / assignment
-    reasons = [KILLED]
+    reasons = [reason]
     try:  # what the scan sees in its code (the kill itself, usually)
         import mha_grading
 
@@ -140,8 +179,8 @@ def record_killer(course: Path, student: str, assignment: str) -> None:
             if utils.is_grade(cell):
                 cell.outputs = [nbformat.v4.new_output(
                     "error", ename="GradingStopped",
-                    evalue=f"{KILLED}; it gets no points until your instructor grades it.",
-                    traceback=[f"GradingStopped: {KILLED}."])]
+                    evalue=f"{reason}; it gets no points until your instructor grades it.",
+                    traceback=[f"GradingStopped: {reason}."])]
         nbformat.write(nb, path)
 
 
@@ -152,21 +191,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-force", dest="force", action="store_false",
                         help="leave the submissions graded before as they are (nbgrader "
                              "autograde without --force); by default they are graded again")
+    parser.add_argument("--budget", type=float, default=BUDGET,
+                        help=f"seconds one submission may take before it is stopped and "
+                             f"recorded with 0 points, flagged (default {BUDGET:.0f}; 0: none)")
     args = parser.parse_args(argv)
     course = args.course.resolve()
-    killers, failure = [], ""
+    killers, stopped, failure = [], [], ""
     unfit = not_gradable(course, args.assignment)
+    OVERRAN.clear()
     for run in range(MAX_RUNS):
         status, current, errors = run_nbgrader(course, args.assignment,
-                                               force=args.force and run == 0)
+                                               force=args.force and run == 0,
+                                               **({"budget": args.budget} if args.budget else {}))
         died = status < 0 or status in (128 + signal.SIGKILL, 128 + signal.SIGTERM)
         if not died:
             if status != 0 and not (status == 1 and errors and errors <= set(unfit)):
                 failure = f"nbgrader autograde exited with status {status}"
             break
-        if current is None or current in killers:
+        if current is None or current in killers or current in stopped:
             failure = f"nbgrader autograde died (status {status}) outside a submission"
             break
+        if current in OVERRAN:
+            stopped.append(current)
+            print(f"course_autograde: {current[0]}/{current[1]} took over {args.budget:.0f} s; "
+                  "stopped, recording it with 0 and going on", file=sys.stderr, flush=True)
+            record_killer(course, *current, reason=OVER_BUDGET.format(args.budget))
+            continue
         killers.append(current)
         print(f"course_autograde: nbgrader died (status {status}) while grading "
               f"{current[0]}/{current[1]}; recording it and going on", file=sys.stderr, flush=True)
@@ -177,15 +227,18 @@ def main(argv: list[str] | None = None) -> int:
     for (student, assignment), why in unfit.items():
         note = record_not_gradable(course, student, assignment, why)
         recorded[f"{student}/{assignment}"] = why + (f" ({note})" if note else "")
+    over = {f"{s}/{a}": OVER_BUDGET.format(args.budget) for s, a in stopped}
     graded = sorted(str(p.parent.relative_to(course / "autograded"))
                     for p in (course / "autograded").glob("*/*/*.ipynb")) \
         if (course / "autograded").exists() else []
     print(json.dumps({"graded": len(graded), "killed_the_grader": [f"{s}/{a}" for s, a in killers],
-                      "killed_reason": KILLED, "not_gradable": recorded,
+                      "killed_reason": KILLED, "not_gradable": recorded, "over_budget": over,
                       "failure": failure or None}), flush=True)
     print(f"course_autograde: {len(graded)} submissions graded"
           + (f"; {len(killers)} killed the grading process and got 0, flagged for review: "
              + ", ".join(f"{s}/{a}" for s, a in killers) if killers else "")
+          + (f"; {len(over)} stopped after {args.budget:.0f} s, got 0, flagged for review: "
+             + ", ".join(over) if over else "")
           + (f"; {len(recorded)} not gradable (no notebook of the expected name), got 0, "
              "flagged for review: " + "; ".join(f"{k}: {v}" for k, v in recorded.items())
              if recorded else "")
