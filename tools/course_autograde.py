@@ -20,9 +20,9 @@ A submission that takes longer than a budget (``--budget``, 600 s by default) is
 same way: nbgrader is killed, the submission recorded with 0 points, needs_manual_grade and
 the reason "grading stopped this submission after 600 s", and nbgrader started again without
 ``--force``. An answer cell that patches ``builtins.max`` (issue 20's examiner) kept grading on
-one submission for 13-15 minutes: every test cell after it hung to the cell time limit, and
-each of the five restarts of Python replayed the poisoned cell; the budget caps what one
-submission can cost the class, whatever the cause.
+one submission for 13-15 minutes (the kernel's event loop calls ``max`` in asyncio's selector:
+Python stops answering without dying, and what runs after it waits for time limits); the
+budget caps what one submission can cost the class, whatever the cause.
 
 A submission folder without the notebook nbgrader expects (none, or another name that
 tools/course_collect.py could not settle, e.g. two notebooks) makes nbgrader skip it and exit 1;
