@@ -261,3 +261,13 @@ def test_the_causal_check_names_the_learners_function_as_grading_does():
     assert visible(checks.check_causal_mask, causal_mask).startswith(
         "causal_mask: you returned a Python list")
     assert visible(checks.check_causal_mask, lambda t: causal(t)).startswith("causal_mask: ")
+
+
+def imports_inside(q, k, v, mask):
+    import mha.tiled  # noqa: F401  (imported, not called)
+    w = mha.softmax(np.where(mask, -np.inf, mha.scores(q, k)), axis=-1)
+    return w @ v, w
+
+
+def test_importing_an_mha_module_inside_masked_attention_calls_nothing():
+    assert visible(checks.check_masked_attention, imports_inside, "values").startswith("passed")

@@ -177,7 +177,8 @@ class _Watch:
 
     def _mha_call(self, frame) -> None:
         module = _module_of(frame)
-        if not _in_package(module, "mha") or _in_package(module, "mha.checks"):
+        if (not _in_package(module, "mha") or _in_package(module, "mha.checks")
+                or frame.f_code.co_name == "<module>"):  # importing a module calls nothing
             return
         name = f"{module}.{getattr(frame.f_code, 'co_qualname', frame.f_code.co_name)}"
         for rule in self.only_mha:
