@@ -35,6 +35,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ERROR = re.compile(r"There was an error processing assignment '([^']*)' for student '([^']*)'")
@@ -154,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
                              "autograde without --force); by default they are graded again")
     args = parser.parse_args(argv)
     course = args.course.resolve()
+    started = time.time() - 1  # file times may lag the clock by a little
     killers, failure = [], ""
     unfit = not_gradable(course, args.assignment)
     for run in range(MAX_RUNS):
@@ -177,13 +179,15 @@ def main(argv: list[str] | None = None) -> int:
     for (student, assignment), why in unfit.items():
         note = record_not_gradable(course, student, assignment, why)
         recorded[f"{student}/{assignment}"] = why + (f" ({note})" if note else "")
-    graded = sorted(str(p.parent.relative_to(course / "autograded"))
-                    for p in (course / "autograded").glob("*/*/*.ipynb")) \
-        if (course / "autograded").exists() else []
+    copies = list((course / "autograded").glob(f"*/{args.assignment}/*.ipynb"))
+    graded = sorted(str(p.parent.relative_to(course / "autograded")) for p in copies)
+    before = sum(p.stat().st_mtime < started for p in copies)  # left as they were (--no-force)
+    now = sum(p.stat().st_mtime >= started for p in copies) - len(killers) - len(recorded)
     print(json.dumps({"graded": len(graded), "killed_the_grader": [f"{s}/{a}" for s, a in killers],
                       "killed_reason": KILLED, "not_gradable": recorded,
                       "failure": failure or None}), flush=True)
-    print(f"course_autograde: {len(graded)} submissions graded"
+    print(f"course_autograde: {max(now, 0)} submissions graded now"
+          + (f", {before} graded before and left as they were" if before else "")
           + (f"; {len(killers)} killed the grading process and got 0, flagged for review: "
              + ", ".join(f"{s}/{a}" for s, a in killers) if killers else "")
           + (f"; {len(recorded)} not gradable (no notebook of the expected name), got 0, "
