@@ -632,6 +632,16 @@ def test_the_exercises_link_to_its_lesson_resolves(hub_class):
     assert r.status_code == 200, (lesson, r.status_code)
 
 
+def test_the_lessons_link_to_its_exercise_set_resolves_once_fetched(hub_class):
+    student = next(iter(CLASS))
+    person = hub_class["people"][student]
+    lesson = person.get("api/contents/04_masks.ipynb").json()["content"]
+    text = "".join("".join(c["source"]) for c in lesson["cells"] if c["cell_type"] == "markdown")
+    (target,) = set(re.findall(r"\]\((ex04_masks/[^)]+\.ipynb)\)", text))
+    r = person.get(f"api/contents/{target}", params={"content": 0})
+    assert r.status_code == 200, (target, r.status_code)
+
+
 def test_students_have_no_formgrader_of_their_own(hub_class):
     r = hub_class["people"]["mhat-partly"].get("formgrader/api/status")
     assert r.status_code == 404, r.status_code
