@@ -181,7 +181,7 @@ class-accounts:
 class-remove-accounts:
 	$(CLASS_AS_ROOT)
 	$(CLASS_PYTHON) classroom/accounts.py remove "$(ROSTER)" --passwords "$(CLASS_STATE)/passwords.csv" \
-	    --exchange "$(CLASS_EXCHANGE)"
+	    --exchange "$(CLASS_EXCHANGE)" --state "$(CLASS_STATE)" --env "$(CLASS_ENV)"
 
 class-start: class-env
 	$(CLASS_AS_ROOT)

@@ -19,8 +19,11 @@ Only accounts with the ``mha-classroom`` comment are removed; any other is refus
 ``--exchange``, everything the removed accounts owned in nbgrader's exchange goes too (their
 submissions, the instructor's released sets and feedback, the course folder the instructor
 made): left there, it would belong to a freed uid that the next new account may get. With
-``--passwords``, their lines leave the passwords file. It prints what it removed and what it
-kept.
+``--passwords``, their lines leave the passwords file. With ``--state`` (the hub's state folder,
+``make class-remove-accounts`` passes it), their lines leave the class roster kept there (the file
+goes when no line is left) and, when the hub is stopped, they leave the hub's database (with the
+class environment's JupyterHub, ``--env``): left there, the hub would log an error for each of
+them at every start. It prints what it removed and what it kept.
 
 Only the standard library: this runs with the system Python.
 """
@@ -147,9 +150,11 @@ def end_processes(uid: int, grace: float = 5.0) -> None:
 
 
 def remove(roster: dict[str, str], passwords: Path | None = None,
-           exchange: Path | None = None) -> list[str]:
+           exchange: Path | None = None, state: Path | None = None,
+           env: Path = Path("/opt/mha-classroom/env")) -> list[str]:
     """Remove the accounts this script made; returns the names removed. Also removes what
-    they owned under ``exchange`` and their lines in ``passwords``."""
+    they owned under ``exchange``, their lines in ``passwords`` and, in the hub's ``state``
+    folder, their lines in the class roster and their users in the hub's database."""
     removed, uids = [], set()
     for name in roster:
         if not exists(name):
@@ -171,7 +176,76 @@ def remove(roster: dict[str, str], passwords: Path | None = None,
             print(f"{path}: removed (it belonged to a removed account)")
     if passwords is not None and removed:
         forget_passwords(passwords, set(removed))
+    if state is not None:
+        gone = {name for name in roster if not exists(name)}  # removed now or before
+        forget_in_roster(state / "roster.csv", gone)
+        forget_in_hub(state, env, gone)
     return removed
+
+
+def forget_in_roster(roster: Path, names: set[str]) -> None:
+    """Drop the rows of ``names`` from the class roster; remove the file when none is left."""
+    if not roster.exists():
+        return
+    with open(roster, newline="") as f:
+        rows = list(csv.DictReader(f))
+        fields = list(rows[0]) if rows else ["username", "role"]
+    kept = [r for r in rows if (r.get("username") or "").strip() not in names]
+    if not kept:
+        roster.unlink()
+        print(f"{roster}: removed (every account in it was removed)")
+        return
+    tmp = roster.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(kept)
+    tmp.replace(roster)
+    print(f"{roster}: {len(rows) - len(kept)} line(s) of removed accounts deleted, "
+          f"{len(kept)} kept")
+
+
+# JupyterHub's own ORM deletes a user with everything that refers to it (as its
+# delete_invalid_users does at start); the system Python has no JupyterHub, the class env has.
+FORGET_IN_HUB = """
+import sys
+from jupyterhub import orm
+db = orm.new_session_factory(sys.argv[1])()
+users = db.query(orm.User).filter(orm.User.name.in_(sys.argv[2:])).all()
+for user in users:
+    db.delete(user)
+db.commit()
+print(len(users))
+"""
+
+
+def hub_running(state: Path) -> bool:
+    try:
+        os.kill(int((state / "jupyterhub.pid").read_text()), 0)
+    except (FileNotFoundError, ValueError, ProcessLookupError):
+        return False
+    return True
+
+
+def forget_in_hub(state: Path, env: Path, names: set[str]) -> None:
+    """Remove ``names`` from the hub's database in ``state`` (only while the hub is stopped)."""
+    database = state / "jupyterhub.sqlite"
+    if not database.exists() or not names:
+        return
+    if hub_running(state):
+        print(f"{database}: kept the removed accounts (the hub is running); it drops them at "
+              "its next start (delete_invalid_users), after one error line each in hub.log")
+        return
+    python = env / "bin" / "python"
+    if not python.exists():
+        print(f"{database}: kept the removed accounts ({python} is missing: make class-env)")
+        return
+    done = subprocess.run([str(python), "-c", FORGET_IN_HUB, f"sqlite:///{database}",
+                           *sorted(names)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{database}: could not remove the accounts: {done.stderr.strip()}")
+    print(f"{database}: {done.stdout.strip()} removed account(s) deleted from the hub's users")
 
 
 def owned_by(root: Path, uids: set[int]) -> list[Path]:
@@ -213,6 +287,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exchange", type=Path, default=None,
                         help="remove: also delete what the removed accounts owned in this "
                              "nbgrader exchange root")
+    parser.add_argument("--state", type=Path, default=None,
+                        help="remove: the hub's state folder, whose roster.csv and database "
+                             "forget the removed accounts")
+    parser.add_argument("--env", type=Path, default=Path("/opt/mha-classroom/env"),
+                        help="the class environment (its JupyterHub edits the hub's database)")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("accounts.py makes and removes Unix users: run it as root")
@@ -220,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "create":
         create(roster, args.passwords)
     else:
-        remove(roster, args.passwords, args.exchange)
+        remove(roster, args.passwords, args.exchange, args.state, args.env)
     return 0
 
 

@@ -94,6 +94,9 @@ c.JupyterHub.cleanup_proxy = True
 c.JupyterHub.authenticator_class = "pam"
 c.PAMAuthenticator.open_sessions = False
 c.Authenticator.allowed_users = set(ROSTER)
+# A user in the hub's database whose Unix account is gone (removed by hand, not by
+# `make class-remove-accounts`, which also deletes them there) is deleted at start, not kept.
+c.Authenticator.delete_invalid_users = True
 c.Authenticator.admin_users = set()  # nobody may enter another person's server
 
 # -- each person's server --------------------------------------------------------------------

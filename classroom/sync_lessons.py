@@ -20,7 +20,11 @@ script runs with the class environment's Python, the kernel's), so JupyterLab fi
 rewrite and does not mark a lesson modified on opening it.
 
 The lessons sit in the home's top folder, where nbgrader fetches each exercise set
-(``~/ex04_masks/``), so an exercise's link ``../04_masks.ipynb`` opens the lesson.
+(``~/ex04_masks/``), so an exercise's link ``../04_masks.ipynb`` opens the lesson. A lesson's
+own link to its set (``exercises/ex04_masks.ipynb`` in the repository) is rewritten in the
+student's copy to ``ex04_masks/ex04_masks.ipynb``, where the fetched set is, with a word on
+fetching it first (:func:`for_the_class`); the shipped lesson's "content" is that of its class
+form, so the rewrite is not an edit.
 Only the standard library.
 """
 
@@ -30,6 +34,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -42,24 +47,52 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def content(path: Path) -> str:
-    """A digest of what the learner reads and writes: each cell's type and source (not its
-    outputs, execution count or metadata). A file that is not a notebook: its bytes."""
-    try:
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        cells = [(c["cell_type"], "".join(c["source"]) if isinstance(c["source"], list)
-                  else c["source"]) for c in nb["cells"]]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        return "bytes:" + digest(path)
+# In the repository a set sits in notebooks/exercises/; on the hub nbgrader fetches it to ~/exNN_x/.
+SET_LINK = re.compile(r"\[exercises/(ex\d\d_\w+)\.ipynb\]\(exercises/(ex\d\d_\w+)\.ipynb\)")
+FETCH_FIRST = " (fetch it first: Nbgrader > Assignment List)"
+SETS_FOLDER = ("live in `notebooks/exercises/`",
+               "come from the Assignment List (Nbgrader menu), each into a folder of its own")
+
+
+def source_of(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def for_the_class(nb: dict) -> dict:
+    """The lesson as a student of the class gets it: each markdown link to an exercise set points
+    where nbgrader fetches the set, and says to fetch it first (until then the link opens
+    nothing). Other cells are unchanged."""
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            text = SET_LINK.sub(lambda m: f"[{m[1]}/{m[1]}.ipynb]({m[2]}/{m[2]}.ipynb)"
+                                + FETCH_FIRST, source_of(cell))
+            cell["source"] = text.replace(*SETS_FOLDER)
+    return nb
+
+
+def cells_digest(nb: dict) -> str:
+    cells = [(c["cell_type"], source_of(c)) for c in nb["cells"]]
     return "cells:" + hashlib.sha256(json.dumps(cells).encode()).hexdigest()
 
 
-def copy_lesson(source: Path, dest: Path) -> None:
-    """Copy a lesson, with this Python's version in its ``language_info`` (see above)."""
+def content(path: Path, class_form: bool = False) -> str:
+    """A digest of what the learner reads and writes: each cell's type and source (not its
+    outputs, execution count or metadata); with ``class_form``, of the lesson as
+    :func:`for_the_class` gives it. A file that is not a notebook: its bytes."""
     try:
-        nb = json.loads(source.read_text(encoding="utf-8"))
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        return cells_digest(for_the_class(nb) if class_form else nb)
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        return "bytes:" + digest(path)
+
+
+def copy_lesson(source: Path, dest: Path) -> None:
+    """Copy a lesson in its class form (:func:`for_the_class`), with this Python's version in
+    its ``language_info`` (see above)."""
+    try:
+        nb = for_the_class(json.loads(source.read_text(encoding="utf-8")))
         info = nb["metadata"]["language_info"]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
         shutil.copyfile(source, dest)
         return
     if info.get("name") == "python":
@@ -78,10 +111,10 @@ def sync(shipped: Path, home: Path) -> dict[str, str]:
         manifest = {}
     done = {}
     for source in sorted(shipped.glob("[0-9][0-9]_*.ipynb")):
-        dest, new = home / source.name, content(source)
+        dest, new = home / source.name, content(source, class_form=True)
         given = manifest.get(source.name)  # the content last copied to the student
         if given == digest(source):  # a manifest written before content digests: bytes
-            given = new
+            given = content(source)  # (and before the class form: an untouched copy updates)
         beside = dest.with_suffix(".new.ipynb")
         if dest.is_symlink() or (dest.exists() and not dest.is_file()):
             done[source.name] = "kept (not a plain file)"

@@ -18,11 +18,14 @@ Formgrader renders each submission with an HTMLExporter and its own ``formgrade`
 It leaves no link on the page: the page is read in JupyterLab's HTML viewer, a sandboxed
 frame whose ``<base>`` is the file's download URL, so any link (an in-page anchor, the
 lesson's relative link, a web address) navigates the frame to a page that refuses to be
-framed, and the feedback goes blank. Each link becomes its text (``plain_links``).
+framed, and the feedback goes blank. Each link becomes its text (``plain_links``). The cells
+that open the notebook on Colab or Binder and install the package there (tagged
+``launch-header`` / ``launch-install``) are left out: feedback is read, not run.
 """
 
 from __future__ import annotations
 
+import copy
 import html
 import os
 import re
@@ -173,6 +176,11 @@ def plain_links(page: str) -> str:
     return str(soup)
 
 
+# The cells that open the notebook on Colab or Binder and install the package there: a
+# student's feedback is read, not run, so they are left out of the page.
+LAUNCH_TAGS = {"launch-header", "launch-install"}
+
+
 class FeedbackExporter(HTMLExporter):
     """The HTML exporter of the feedback pages (see the module's docstring)."""
 
@@ -194,5 +202,8 @@ class FeedbackExporter(HTMLExporter):
         return c
 
     def from_notebook_node(self, nb, resources=None, **kw):
+        nb = copy.deepcopy(nb)
+        nb.cells = [cell for cell in nb.cells if not LAUNCH_TAGS & set(
+            cell.get("metadata", {}).get("tags", []))]
         page, resources = super().from_notebook_node(nb, resources, **kw)
         return plain_links(page), resources

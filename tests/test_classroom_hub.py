@@ -31,6 +31,7 @@ import pwd
 import re
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -243,9 +244,11 @@ class Classroom:
                 self.removal_output = make("class-remove-accounts", ROSTER=self.roster,
                                            CLASS_STATE=self.state,
                                            CLASS_EXCHANGE=self.exchange).stdout
-        passwords = self.state / "passwords.csv"
+        passwords, roster = self.state / "passwords.csv", self.state / "roster.csv"
         self.after_removal = {
             "passwords": passwords.read_text() if passwords.exists() else "",
+            "roster": roster.read_text() if roster.exists() else "",
+            "hub_users": hub_users(self.state / "jupyterhub.sqlite"),
             "exchange": sorted(str(p.relative_to(self.exchange)) for p in self.exchange.rglob("*"))
             if self.exchange.exists() else []}
         shutil.rmtree(self.tmp, ignore_errors=True)
@@ -629,6 +632,16 @@ def test_the_exercises_link_to_its_lesson_resolves(hub_class):
     assert r.status_code == 200, (lesson, r.status_code)
 
 
+def test_the_lessons_link_to_its_exercise_set_resolves_once_fetched(hub_class):
+    student = next(iter(CLASS))
+    person = hub_class["people"][student]
+    lesson = person.get("api/contents/04_masks.ipynb").json()["content"]
+    text = "".join("".join(c["source"]) for c in lesson["cells"] if c["cell_type"] == "markdown")
+    (target,) = set(re.findall(r"\]\((ex04_masks/[^)]+\.ipynb)\)", text))
+    r = person.get(f"api/contents/{target}", params={"content": 0})
+    assert r.status_code == 200, (target, r.status_code)
+
+
 def test_students_have_no_formgrader_of_their_own(hub_class):
     r = hub_class["people"]["mhat-partly"].get("formgrader/api/status")
     assert r.status_code == 404, r.status_code
@@ -666,6 +679,14 @@ def test_only_127_0_0_1_is_listened_on(hub_class):
 
 # -- cleanup -------------------------------------------------------------------------------
 
+def hub_users(database: Path) -> list[str]:
+    """The user names in the hub's database (read only)."""
+    if not database.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+        return sorted(name for (name,) in db.execute("SELECT name FROM users"))
+
+
 def test_removing_the_accounts_removes_what_they_owned_in_the_exchange_and_their_passwords():
     require_root()
     make("class-env")
@@ -681,6 +702,9 @@ def test_removing_the_accounts_removes_what_they_owned_in_the_exchange_and_their
     assert room.left == [], room.left
     assert room.after_removal["exchange"] == [], room.after_removal
     assert "mhat-y-" not in room.after_removal["passwords"], room.after_removal["passwords"]
+    assert "mhat-y-" not in room.after_removal["roster"], room.after_removal["roster"]
+    assert not [u for u in room.after_removal["hub_users"] if u.startswith("mhat-y-")], \
+        room.after_removal["hub_users"]
     assert "removed (it belonged to a removed account)" in room.removal_output
 
 

@@ -160,3 +160,43 @@ def test_a_link_in_the_home_is_never_followed(tmp_path, home):
 def test_the_manifest_records_what_was_copied(tmp_path, home):
     sync(ship(tmp_path), home)
     assert set(json.loads((home / MANIFEST).read_text())) == {LESSON}
+
+
+SET_LINE = "Exercise set: [exercises/ex04_masks.ipynb](exercises/ex04_masks.ipynb)\n"
+
+
+def test_a_link_to_the_exercise_set_points_where_nbgrader_fetches_it(tmp_path, home):
+    sync(ship(tmp_path, SET_LINE), home)
+    text = text_of(home / LESSON)
+    assert "[ex04_masks/ex04_masks.ipynb](ex04_masks/ex04_masks.ipynb)" in text
+    assert "fetch it first: Nbgrader > Assignment List" in text
+    assert "exercises/" not in text
+
+
+def test_the_rewritten_link_is_not_an_edit(tmp_path, home):
+    shipped = ship(tmp_path, SET_LINE)
+    sync(shipped, home)
+    assert sync(shipped, home) == {LESSON: "current"}
+    assert not (home / "04_masks.new.ipynb").exists()
+
+
+def test_a_copy_made_before_the_rewrite_is_updated_not_kept_as_edited(tmp_path, home):
+    shipped = ship(tmp_path, SET_LINE)
+    (home / LESSON).write_bytes((shipped / LESSON).read_bytes())  # what the older sync copied
+    old = json.loads((shipped / LESSON).read_text())
+    cells = [(c["cell_type"], "".join(c["source"]) if isinstance(c["source"], list)
+              else c["source"]) for c in old["cells"]]
+    recorded = "cells:" + hashlib.sha256(json.dumps(cells).encode()).hexdigest()
+    (home / MANIFEST).write_text(json.dumps({LESSON: recorded}))
+    assert sync(shipped, home) == {LESSON: "updated"}
+    assert "ex04_masks/ex04_masks.ipynb" in text_of(home / LESSON)
+
+
+@pytest.mark.parametrize("lesson", sorted(
+    (Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb")),
+    ids=lambda p: p.name)
+def test_no_lesson_of_the_class_points_into_the_repositorys_exercise_folder(lesson):
+    from sync_lessons import for_the_class, source_of
+    nb = for_the_class(json.loads(lesson.read_text()))
+    assert not [source_of(c) for c in nb["cells"]
+                if c["cell_type"] == "markdown" and "exercises/" in source_of(c)]

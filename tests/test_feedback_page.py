@@ -203,3 +203,17 @@ def test_rendering_the_page_warns_about_no_config_option(rendered):
 def test_plain_links_keeps_text_around_links():
     out = plain_links('<p>See <a href="#x">here</a> and <a href="a/b.ipynb">b</a>.</p>')
     assert out == "<p>See here and b (b.ipynb).</p>"
+
+
+def test_the_page_leaves_out_the_cells_that_launch_and_install_elsewhere():
+    from feedback_page import FeedbackExporter
+
+    nb = feedback_notebook()
+    nb.cells[1:1] = [
+        nbformat.v4.new_markdown_cell("Run it without installing anything: [Open in Colab](x)",
+                                      metadata={"tags": ["launch-header"]}),
+        nbformat.v4.new_code_cell("#@title Install the course package where it is missing",
+                                  metadata={"tags": ["launch-install"]})]
+    page, _ = FeedbackExporter().from_notebook_node(nb)
+    assert "Open in Colab" not in page and "Install the course package" not in page
+    assert "lesson 04, masks" in page  # the rest stays

@@ -180,6 +180,15 @@ def test_serves_the_repository_root(lab):
     assert Path(lab["info"]["root_dir"]) == ROOT
 
 
+def test_the_learners_file_browser_lists_the_exercise_sets_without_pytests_conftest(lab):
+    request = urllib.request.Request(lab["base"] + "/api/contents/notebooks/exercises",
+                                     headers={"Authorization": f"token {lab['info']['token']}"})
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        names = {item["name"] for item in json.load(reply)["content"]}
+    assert "ex01_weighted_sum.ipynb" in names
+    assert "conftest.py" not in names
+
+
 def test_opens_lesson_00_in_jupyterlab(lab):
     """With --no-browser the server still writes the page it would open."""
     (open_file,) = lab["runtime"].glob("jpserver-*-open.html")

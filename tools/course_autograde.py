@@ -196,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
                              f"recorded with 0 points, flagged (default {BUDGET:.0f}; 0: none)")
     args = parser.parse_args(argv)
     course = args.course.resolve()
+    started = time.time() - 1  # file times may lag the clock by a little
     killers, stopped, failure = [], [], ""
     unfit = not_gradable(course, args.assignment)
     OVERRAN.clear()
@@ -228,13 +229,17 @@ def main(argv: list[str] | None = None) -> int:
         note = record_not_gradable(course, student, assignment, why)
         recorded[f"{student}/{assignment}"] = why + (f" ({note})" if note else "")
     over = {f"{s}/{a}": OVER_BUDGET.format(args.budget) for s, a in stopped}
-    graded = sorted(str(p.parent.relative_to(course / "autograded"))
-                    for p in (course / "autograded").glob("*/*/*.ipynb")) \
-        if (course / "autograded").exists() else []
+    copies = list((course / "autograded").glob(f"*/{args.assignment}/*.ipynb"))
+    graded = sorted(str(p.parent.relative_to(course / "autograded")) for p in copies)
+    before = sum(p.stat().st_mtime < started for p in copies)  # left as they were (--no-force)
+    zeroed = {f"{s}/{a}" for s, a in killers + stopped} | set(recorded)  # 0 points, with why
+    now = sum(p.stat().st_mtime >= started and
+              str(p.parent.relative_to(course / "autograded")) not in zeroed for p in copies)
     print(json.dumps({"graded": len(graded), "killed_the_grader": [f"{s}/{a}" for s, a in killers],
                       "killed_reason": KILLED, "not_gradable": recorded, "over_budget": over,
                       "failure": failure or None}), flush=True)
-    print(f"course_autograde: {len(graded)} submissions graded"
+    print(f"course_autograde: {now} submissions graded now"
+          + (f", {before} graded before and left as they were" if before else "")
           + (f"; {len(killers)} killed the grading process and got 0, flagged for review: "
              + ", ".join(f"{s}/{a}" for s, a in killers) if killers else "")
           + (f"; {len(over)} stopped after {args.budget:.0f} s, got 0, flagged for review: "
