@@ -95,3 +95,19 @@ def test_a_wrong_answer_gets_a_feedback_line_naming_the_mistake(exercise_open):
     feedback = " ".join(output_text(exercise_open, TEST).split())
     assert "read_out prediction: not this one; got [0.5, 0.5]" in feedback
     assert "Multiply each value by its weight and add" in feedback
+
+
+def test_run_all_on_the_untouched_set_runs_every_cell_and_checks_every_task(exercise_open):
+    """The stubs raise NotImplementedError and every check fails on them; tagged
+    raises-exception, none of them stops Run All (the kernel drops nothing queued)."""
+    page = exercise_open.page
+    exercise_open.menu("Run", "Run All Cells")
+    prompts = ".jp-Notebook .jp-CodeCell .jp-InputPrompt:not(.jp-Placeholder-prompt)"
+    page.wait_for_function(
+        """(sel) => { const p = [...document.querySelectorAll(sel)].map(e => e.textContent.trim());
+                      return p.length > 0 && p.every(t => /^\\[\\d+\\]:$/.test(t)); }""",
+        arg=prompts, timeout=90_000, polling=250)
+    nb = json.loads((Path(__file__).resolve().parents[2] / "notebooks" / EXERCISE).read_text())
+    checks = [i for i, c in enumerate(nb["cells"]) if "checks.check" in "".join(c["source"])]
+    assert len(checks) >= 4
+    assert [i for i in checks if "not attempted yet" not in output_text(exercise_open, i)] == []
