@@ -103,8 +103,8 @@ def test_the_venv_holds_no_mha(colab):
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
 def test_lesson_runs_top_to_bottom_where_only_colab_packages_are(colab, lesson, monkeypatch):
-    installed = subprocess.run([str(colab["python"]), "-c", "import mha"],
-                               capture_output=True).returncode == 0
+    installed = subprocess.run([str(colab["python"]), "-c", "import mha"], capture_output=True,
+                               env={"PATH": os.environ.get("PATH", "")}).returncode == 0
     nb = run_alone(colab, lesson, monkeypatch)
     printed = install_output(nb)
     if installed:
