@@ -201,6 +201,9 @@ def flow(request):
         frame.wait_for_load_state()
         seen["submission"] = (shown.status, frame.locator("body").inner_text(timeout=SLOW))
         seen["submission_html"] = frame.content()
+        seen["submission_outputs"] = frame.evaluate("""() => [...document.querySelectorAll(
+            '.output_area pre')].map(e => ({text: e.innerText.slice(0, 60),
+            scroll: e.scrollWidth, client: e.clientWidth}))""")
         teacher.screenshot(path=str(SHOTS / "6b-submission.png"))
         seen["submission_outside"] = teacher.outside[before:]  # its own test, below
         del teacher.outside[before:]
@@ -284,6 +287,13 @@ def test_a_student_starts_on_lesson_00(flow):
 def test_the_formgrader_shows_a_submission(flow):
     status, text = flow["submission"]
     assert status == 200 and "encountered an error" not in text, text[:500]
+
+
+def test_the_formgraders_submission_view_wraps_the_check_message(flow):
+    """A long CheckFailed message was one line, cut off at the panel's edge."""
+    outputs = flow["submission_outputs"]
+    assert any("CheckFailed" in o["text"] for o in outputs), outputs
+    assert [o for o in outputs if o["scroll"] > o["client"] + 1] == [], outputs
 
 
 def test_the_feedback_page_has_no_link(flow):
