@@ -197,7 +197,11 @@ def flow(request):
         seen["tables"].append(tables(frame, "gradebook"))
         teacher.screenshot(path=str(SHOTS / "6a-gradebook.png"))
         before = len(teacher.outside)
-        shown = frame.goto(room.base + link.get_attribute("href"))
+        # the submission with a failed check (its row names the student, hidden)
+        href = frame.evaluate("""(who) => [...document.querySelectorAll('tr')]
+            .find(r => r.textContent.includes(who))
+            .querySelector('a.name-hidden').getAttribute('href')""", WRONG)
+        shown = frame.goto(room.base + href)
         frame.wait_for_load_state()
         seen["submission"] = (shown.status, frame.locator("body").inner_text(timeout=SLOW))
         seen["submission_html"] = frame.content()
