@@ -3,10 +3,12 @@
 tests/test_classroom_hub.py drives the same hub through its REST APIs; this module drives the
 instructor's whole flow through the Formgrader as JupyterLab shows it (Nbgrader menu >
 Formgrader, a tab framing the Formgrader page): generate, release, collect, autograde each
-submission, generate and release feedback. Two students hand in through the API (their side
-of the screens is the Assignments list), then one of them opens their feedback from the
-"(view feedback)" link of the Assignments list and reads a page with its math typeset and no
-request leaving the machine. Screenshots of each step go to test-artifacts/browser/hub/.
+submission, generate and release feedback; its tables must fit its tab at 1440 x 900 and a
+submission's failed check message must wrap. One student fetches the set from the Assignments
+list (its folder must show in the file browser within 3 s); both hand in through the API, then
+that student opens their feedback from the "(view feedback)" link of the Assignments list and
+reads a page with its math typeset and no request leaving the machine. Screenshots of each
+step go to test-artifacts/browser/hub/.
 
 Needs root (real Unix users) and Debian's Chromium; skipped otherwise, a failure under CI.
 """
