@@ -179,6 +179,9 @@ def test_a_link_to_a_lesson_goes_to_its_deck_and_an_exercise_to_its_binder_launc
     assert f"[exercises/ex01_weighted_sum.ipynb (on Binder)]({exercise})" in out
     assert f"({project.binder('notebooks/05_softmax_backward.ipynb')})" in out  # not exported
     assert "(https://example.org/a.ipynb)" in out
+    html = slides.deck_links('<a href="02_scores_and_softmax.ipynb#x">02</a>',
+                             {"02_scores_and_softmax"})
+    assert html == '<a href="02_scores_and_softmax.slides.html">02</a>'
 
 
 def test_the_deck_notebook_links_no_notebook():

@@ -502,6 +502,7 @@ WIDGET_NOTE = ("*Live widget: its controls need the notebook's kernel. Open the 
 # A markdown link to a notebook beside the lesson: "[text](04_masks.ipynb#part)".
 NOTEBOOK_LINK = re.compile(r"(\[[^\]]*\])\(((?![a-z][a-z0-9+.-]*:)[^)\s#]+\.ipynb)(#[^)\s]*)?\)",
                            re.I)
+NOTEBOOK_HREF = re.compile(r'href="((?![a-z][a-z0-9+.-]*:)[^"#\s]+\.ipynb)(#[^"]*)?"', re.I)
 
 
 def deck_links(source: str, decks: set[str], project: launch.Project | None = None) -> str:
@@ -519,7 +520,13 @@ def deck_links(source: str, decks: set[str], project: launch.Project | None = No
         where = (Path("notebooks") / path).as_posix()
         return f"{text[:-1]} (on Binder)]({project.binder(where)})"
 
-    return NOTEBOOK_LINK.sub(one, source)
+    def href(match: re.Match) -> str:  # an HTML link (a "Check yourself" answer's)
+        target = Path(match.group(1))
+        if target.parent == Path(".") and target.stem in decks:
+            return f'href="{target.stem}.slides.html"'
+        return f'href="{project.binder((Path("notebooks") / target).as_posix())}"'
+
+    return NOTEBOOK_HREF.sub(href, NOTEBOOK_LINK.sub(one, source))
 
 
 def _cell_id(base: str, part: int) -> str:
