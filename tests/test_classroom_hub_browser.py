@@ -225,8 +225,8 @@ def flow(request):
 
         got = entry(students[WRONG].action("fetch_feedback"), "submitted")
         seen["fetched"] = got
-        learner.reload()  # lesson 00 opens again: let it, before the Assignments tab
-        learner.wait_for_selector(".jp-NotebookPanel", timeout=SLOW)
+        learner.reload()  # lesson 00 opens again, behind the restored Assignments tab
+        learner.wait_for_selector(".jp-NotebookPanel", state="attached", timeout=SLOW)
         learner.wait_for_timeout(2000)
         menu(learner, "Nbgrader", "Assignment List")
         link = learner.locator("a", has_text="(view feedback)").first
