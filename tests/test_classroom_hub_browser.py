@@ -112,7 +112,7 @@ def tables(frame, name):
     """TABLES on the Formgrader's page, once its table has rows."""
     frame.wait_for_selector("table tbody tr td", timeout=SLOW)
     frame.page.wait_for_timeout(500)
-    return {"page": name, **frame.evaluate(TABLES)}
+    return {"view": name, **frame.evaluate(TABLES)}
 
 
 def confirm(frame, shot):
@@ -278,7 +278,7 @@ def test_a_fetched_set_shows_in_the_file_browser_at_once(flow):
 def test_the_formgraders_tables_fit_its_tab_at_1440_by_900(flow, page):
     """Manage Assignments' table was 970 px wide in a 925 px column: its last column was cut
     off at the tab's edge and the page scrolled sideways. A table fits, or scrolls in its box."""
-    (seen,) = [t for t in flow["tables"] if t["page"] == page]
+    (seen,) = [t for t in flow["tables"] if t["view"] == page]
     assert seen["pageScroll"] <= seen["page"], seen
     for table in seen["tables"]:
         assert table["width"] <= table["box"] + 1 or table["scrolls"], seen
