@@ -16,6 +16,9 @@ PREFIX/env    a venv made from /usr/bin/python3 (not pyenv's, which lives under 
                                                       classroom/register_students.py,
                                                       tools/course_autograde.py,
                                                       tools/course_collect.py
+              nbgrader's lab extension: "(view feedback)" opens the page, "Fetch" and
+              "Fetch Feedback" refresh the file browser when done (marked edits)
+              nbgrader's formgrader/static/css/nbgrader.css: classroom/formgrader-tables.css
 PREFIX/proxy  configurable-http-proxy from npm.
 
 Cached: each step runs only when what it installs changed (a content hash of its inputs
@@ -149,6 +152,8 @@ def build(prefix: Path, python: str, torch_args: list[str]) -> None:
     settings.mkdir(parents=True, exist_ok=True)
     shutil.copy(HERE / "lab-settings" / "overrides.json", settings / "overrides.json")
     open_feedback_from_its_link(env)
+    refresh_files_after_fetch(env)
+    formgrader_tables_fit(env)
     print(f"class environment ready: {env}")
 
 
@@ -178,6 +183,44 @@ def open_feedback_from_its_link(env: Path) -> None:
                   f'"docmanager:open",{{path:f.path}})}})}}){PATCHED}')
         bundle.write_text(text[:match.start()] + opened + text[match.end():])
         print(f"nbgrader's (view feedback) link now opens the page: {bundle.name}")
+
+
+FETCH_DONE = re.compile(
+    r'(await \w+\("assignments/fetch(?:_feedback)?",\{[^{}]*\}\);(\w+)\.on_refresh\(\w+\))')
+REFRESHED = "/*mha: refresh the file browser*/"
+
+
+def refresh_files_after_fetch(env: Path) -> None:
+    """nbgrader's Assignments tab: after "Fetch" (and "Fetch Feedback") the new folder showed
+    in JupyterLab's file browser only at its next poll (every 10 s): make the button refresh
+    the file browser once the fetch is done. A marked edit of nbgrader's lab extension
+    bundle, like :func:`open_feedback_from_its_link`; if the pattern is gone, it says so."""
+    for bundle in env.glob("share/jupyter/labextensions/@jupyter/nbgrader/static/*.js"):
+        text = bundle.read_text()
+        if REFRESHED in text or '"assignments/fetch"' not in text:
+            continue
+        patched, count = FETCH_DONE.subn(
+            lambda m: (f'{m.group(1)};{m.group(2)}.app.commands.execute("filebrowser:refresh")'
+                       f'.catch(function(){{}}){REFRESHED}'), text)
+        if count == 0:
+            print(f"warning: {bundle}: nbgrader's fetch button not found; left as it is")
+            return
+        bundle.write_text(patched)
+        print(f"nbgrader's fetch buttons now refresh the file browser: {bundle.name}")
+
+
+TABLES = "/*mha: the Formgrader's tables fit its tab*/"
+
+
+def formgrader_tables_fit(env: Path) -> None:
+    """Append classroom/formgrader-tables.css to the stylesheet of the Formgrader's pages
+    (nbgrader's formgrader/static/css/nbgrader.css), replacing what an earlier run appended."""
+    css = TABLES + "\n" + (HERE / "formgrader-tables.css").read_text()
+    for sheet in env.glob("lib/python3*/site-packages/nbgrader/server_extensions/formgrader/"
+                          "static/css/nbgrader.css"):
+        text = sheet.read_text().split(TABLES)[0].rstrip("\n")
+        sheet.write_text(text + "\n\n" + css)
+        print(f"the Formgrader's tables fit its tab: {sheet}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -111,7 +111,9 @@ MATHJAX_STANDIN = """<!-- math is MathML: no MathJax; formgrade.js waits for its
 <script>
 window.MathJax = {Hub: {Startup: {signal: {Interest: function (f) {
   setTimeout(function () { f("End"); }, 0); }}}, Queue: function () {}}};
-</script>"""
+</script>
+<!-- outputs wrap: a long CheckFailed message was one line, clipped at the panel's edge -->
+<style type="text/css">""" + WRAP_CSS + "</style>"
 
 
 def _derive(name: str, folder: str, replacement: str) -> str:

@@ -3,10 +3,12 @@
 tests/test_classroom_hub.py drives the same hub through its REST APIs; this module drives the
 instructor's whole flow through the Formgrader as JupyterLab shows it (Nbgrader menu >
 Formgrader, a tab framing the Formgrader page): generate, release, collect, autograde each
-submission, generate and release feedback. Two students hand in through the API (their side
-of the screens is the Assignments list), then one of them opens their feedback from the
-"(view feedback)" link of the Assignments list and reads a page with its math typeset and no
-request leaving the machine. Screenshots of each step go to test-artifacts/browser/hub/.
+submission, generate and release feedback; its tables must fit its tab at 1440 x 900 and a
+submission's failed check message must wrap. One student fetches the set from the Assignments
+list (its folder must show in the file browser within 3 s); both hand in through the API, then
+that student opens their feedback from the "(view feedback)" link of the Assignments list and
+reads a page with its math typeset and no request leaving the machine. Screenshots of each
+step go to test-artifacts/browser/hub/.
 
 Needs root (real Unix users) and Debian's Chromium; skipped otherwise, a failure under CI.
 """
@@ -94,6 +96,25 @@ def formgrader_frame(page):
     raise AssertionError(f"no Formgrader frame within {SLOW // 1000} s: {urls}")
 
 
+# The Formgrader page in its tab: how wide the page is against the tab, and each table against
+# the box that holds it (DataTables' wrapper) and whether that box scrolls sideways itself.
+TABLES = """() => ({page: document.documentElement.clientWidth,
+    pageScroll: document.documentElement.scrollWidth,
+    tables: [...document.querySelectorAll('table')].map(t => {
+        const box = t.closest('.dataTables_wrapper') || t.parentElement;
+        const r = t.getBoundingClientRect();
+        return {width: Math.round(r.width), right: Math.round(r.right), box: box.clientWidth,
+                scrolls: ['auto', 'scroll'].includes(getComputedStyle(box).overflowX)};
+    })})"""
+
+
+def tables(frame, name):
+    """TABLES on the Formgrader's page, once its table has rows."""
+    frame.wait_for_selector("table tbody tr td", timeout=SLOW)
+    frame.page.wait_for_timeout(500)
+    return {"view": name, **frame.evaluate(TABLES)}
+
+
 def confirm(frame, shot):
     """Wait for the Formgrader's result dialog, keep a screenshot, close it; its text."""
     dialog = frame.locator("#success-modal, #error-modal").first
@@ -122,18 +143,40 @@ def flow(request):
         frame.wait_for_selector("td.name", timeout=SLOW)
         teacher.screenshot(path=str(SHOTS / "1-formgrader-in-jupyterlab.png"))
         seen["framed"] = frame.locator("h1").all_inner_texts()
+        seen["tables"] = [tables(frame, "manage_assignments")]
         row = frame.locator("tr", has=frame.locator("td.name", has_text=ASSIGNMENT))
         row.locator("td.assign a").click()
         seen["generate"] = confirm(frame, "2-generate")
         row.locator("td.release a").click()
         seen["release"] = confirm(frame, "3-release")
 
+        # one student fetches from the Assignments list: how long until the set's folder shows
+        # in the file browser beside it (JupyterLab's file browser polls every 10 s; the class
+        # environment's nbgrader refreshes it once the fetch is done)
+        learner = log_in(browser, room, WRONG)
+        # a student's JupyterLab opens on lesson 00; let it open before the Assignments tab,
+        # or the lesson comes to the front over it
+        learner.wait_for_selector(".jp-NotebookPanel", timeout=SLOW)
+        learner.wait_for_timeout(2000)
+        seen["student_start"] = learner.url
+        menu(learner, "Nbgrader", "Assignment List")
+        fetch = learner.locator("#released_assignments_list button", has_text="Fetch").first
+        fetch.wait_for(timeout=SLOW)
+        folder = learner.locator(".jp-DirListing-item .jp-DirListing-itemText",
+                                 has_text=ASSIGNMENT).first
+        seen["folder_before_fetch"] = folder.count()
+        start = time.monotonic()
+        fetch.click()
+        folder.wait_for(timeout=60_000)
+        seen["fetch_to_folder_seconds"] = time.monotonic() - start
+        learner.screenshot(path=str(SHOTS / "3b-fetched-in-the-file-browser.png"))
+
         students = {}
         for name in (RIGHT, WRONG):
             students[name] = Person(room, name)
             students[name].login(room.passwords[name])
             students[name].open_server()
-            work_on_it(students[name], ANSWERS[name])
+            work_on_it(students[name], ANSWERS[name], fetch=name != WRONG)
 
         row.locator("td.collect a").click()
         seen["collect"] = confirm(frame, "4-collect")
@@ -146,17 +189,27 @@ def flow(request):
         frame.wait_for_timeout(1000)
         seen["scores"] = frame.locator("tr").all_inner_texts()
         teacher.screenshot(path=str(SHOTS / "6-submissions.png"))
+        seen["tables"].append(tables(frame, "manage_submissions"))
         # Manual Grading > the set > a submission: the Formgrader renders it with its own
         # template (it failed with HTTP 500 when the course set the feedback template for all)
         formgrader = f"{room.base}/user/{INSTRUCTOR}/formgrader"
         frame.goto(f"{formgrader}/gradebook/{ASSIGNMENT}/{ASSIGNMENT}")
         link = frame.locator("a.name-hidden").first
         link.wait_for(state="attached", timeout=SLOW)
+        seen["tables"].append(tables(frame, "gradebook"))
+        teacher.screenshot(path=str(SHOTS / "6a-gradebook.png"))
         before = len(teacher.outside)
-        shown = frame.goto(room.base + link.get_attribute("href"))
+        # the submission with a failed check (its row names the student, hidden)
+        href = frame.evaluate("""(who) => [...document.querySelectorAll('tr')]
+            .find(r => r.textContent.includes(who))
+            .querySelector('a.name-hidden').getAttribute('href')""", WRONG)
+        shown = frame.goto(room.base + href)
         frame.wait_for_load_state()
         seen["submission"] = (shown.status, frame.locator("body").inner_text(timeout=SLOW))
         seen["submission_html"] = frame.content()
+        seen["submission_outputs"] = frame.evaluate("""() => [...document.querySelectorAll(
+            '.output_area pre')].map(e => ({text: e.innerText.slice(0, 60),
+            scroll: e.scrollWidth, client: e.clientWidth}))""")
         teacher.screenshot(path=str(SHOTS / "6b-submission.png"))
         seen["submission_outside"] = teacher.outside[before:]  # its own test, below
         del teacher.outside[before:]
@@ -172,12 +225,9 @@ def flow(request):
 
         got = entry(students[WRONG].action("fetch_feedback"), "submitted")
         seen["fetched"] = got
-        learner = log_in(browser, room, WRONG)
-        # a student's JupyterLab opens on lesson 00; let it open before the Assignments tab,
-        # or the lesson comes to the front over it
-        learner.wait_for_selector(".jp-NotebookPanel", timeout=SLOW)
+        learner.reload()  # lesson 00 opens again, behind the restored Assignments tab
+        learner.wait_for_selector(".jp-NotebookPanel", state="attached", timeout=SLOW)
         learner.wait_for_timeout(2000)
-        seen["student_start"] = learner.url
         menu(learner, "Nbgrader", "Assignment List")
         link = learner.locator("a", has_text="(view feedback)").first
         link.wait_for(timeout=SLOW)
@@ -214,6 +264,28 @@ def test_every_submission_is_autograded_from_the_submissions_page(flow):
     assert all("Successfully autograded" in text for text in flow["autograde"])
 
 
+def test_a_fetched_set_shows_in_the_file_browser_at_once(flow):
+    """JupyterLab's file browser lists a folder at its next poll (every 10 s): the fetched set
+    showed 4-8 s after "Fetch" (measured on a plain JupyterLab with nbgrader 0.9.6). The class
+    environment's nbgrader refreshes the file browser once the fetch is done."""
+    assert flow["folder_before_fetch"] == 0
+    seconds = flow["fetch_to_folder_seconds"]
+    print(f"fetch to folder in the file browser: {seconds:.2f} s")
+    assert seconds < 3, f"the fetched folder showed after {seconds:.1f} s"
+
+
+@pytest.mark.parametrize("page", ["manage_assignments", "manage_submissions", "gradebook"])
+def test_the_formgraders_tables_fit_its_tab_at_1440_by_900(flow, page):
+    """Manage Assignments' table was 970 px wide in a 925 px column: its last column was cut
+    off at the tab's edge and the page scrolled sideways. A table fits, or scrolls in its box."""
+    (seen,) = [t for t in flow["tables"] if t["view"] == page]
+    assert seen["pageScroll"] <= seen["page"], seen
+    for table in seen["tables"]:
+        assert table["width"] <= table["box"] + 1 or table["scrolls"], seen
+        if page == "manage_assignments":
+            assert table["width"] <= table["box"] + 1 and table["right"] <= seen["page"], seen
+
+
 def test_a_student_starts_on_lesson_00(flow):
     assert flow["student_start"].split("?")[0].endswith("/lab/tree/00_start_here.ipynb")
 
@@ -221,6 +293,13 @@ def test_a_student_starts_on_lesson_00(flow):
 def test_the_formgrader_shows_a_submission(flow):
     status, text = flow["submission"]
     assert status == 200 and "encountered an error" not in text, text[:500]
+
+
+def test_the_formgraders_submission_view_wraps_the_check_message(flow):
+    """A long CheckFailed message was one line, cut off at the panel's edge."""
+    outputs = flow["submission_outputs"]
+    assert any("CheckFailed" in o["text"] for o in outputs), outputs
+    assert [o for o in outputs if o["scroll"] > o["client"] + 1] == [], outputs
 
 
 def test_the_feedback_page_has_no_link(flow):

@@ -105,9 +105,10 @@ def page(rendered):
     return rendered[0]
 
 
-def formgrader_page(monkeypatch, tmp_path) -> str:
-    """The Formgrader's submission page (its SubmissionHandler) for a notebook: rendered with an
-    HTMLExporter built from the course's config and the Formgrader's 'formgrade' template."""
+def formgrader_page(monkeypatch, tmp_path, notebook=None, base_url="/user/prof") -> str:
+    """The Formgrader's submission page (its SubmissionHandler) for a notebook (by default
+    ``feedback_notebook()``): rendered with an HTMLExporter built from the course's config and
+    the Formgrader's 'formgrade' template."""
     from nbconvert.exporters import HTMLExporter
     from nbgrader.server_extensions.formgrader.formgrader import FormgradeExtension
 
@@ -117,10 +118,10 @@ def formgrader_page(monkeypatch, tmp_path) -> str:
     formgrader.root_dir = str(COURSE)
     formgrader.initialize([])
     path = tmp_path / "ex04_masks.ipynb"
-    nbformat.write(feedback_notebook(), path)
+    nbformat.write(notebook or feedback_notebook(), path)
     html, _ = HTMLExporter(config=formgrader.config).from_filename(str(path), resources={
         "assignment_id": "ex04_masks", "notebook_id": "ex04_masks", "submission_id": "1",
-        "index": 0, "total": 1, "base_url": "/user/prof", "student": "bob",
+        "index": 0, "total": 1, "base_url": base_url, "student": "bob",
         "last_name": "B", "first_name": "Bob", "notebook_path": "mha-course/x.ipynb"})
     return html
 

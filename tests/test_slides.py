@@ -167,6 +167,29 @@ def test_a_check_cell_is_not_in_the_deck_notebook():
     assert [c.source for c in nb.cells] == ["# T", "x = 1"]
 
 
+def test_a_link_to_a_lesson_goes_to_its_deck_and_an_exercise_to_its_binder_launch_link():
+    """The decks' folder holds no notebook: "[02](02_scores_and_softmax.ipynb)" led nowhere."""
+    project = slides.launch.Project()
+    text = ("Next: [02 Scores](02_scores_and_softmax.ipynb#top), then "
+            "[exercises/ex01_weighted_sum.ipynb](exercises/ex01_weighted_sum.ipynb); "
+            "[05](05_softmax_backward.ipynb); [docs](https://example.org/a.ipynb)")
+    out = slides.deck_links(text, {"01_weighted_sum", "02_scores_and_softmax"}, project)
+    exercise = project.binder("notebooks/exercises/ex01_weighted_sum.ipynb")
+    assert "[02 Scores](02_scores_and_softmax.slides.html)" in out
+    assert f"[exercises/ex01_weighted_sum.ipynb (on Binder)]({exercise})" in out
+    assert f"({project.binder('notebooks/05_softmax_backward.ipynb')})" in out  # not exported
+    assert "(https://example.org/a.ipynb)" in out
+    html = slides.deck_links('<a href="02_scores_and_softmax.ipynb#x">02</a>',
+                             {"02_scores_and_softmax"})
+    assert html == '<a href="02_scores_and_softmax.slides.html">02</a>'
+
+
+def test_the_deck_notebook_links_no_notebook():
+    nb = slides.deck_notebook(notebook(md("# T\n\nNext: [02](02_scores_and_softmax.ipynb)"),
+                                       code(SETUP)))
+    assert "(02_scores_and_softmax.slides.html)" in nb.cells[0].source
+
+
 # -- the presenter -----------------------------------------------------------------
 
 def test_jupyterlab_rise_is_a_learner_dependency_and_its_lab_extension_is_installed():

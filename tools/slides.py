@@ -42,8 +42,10 @@ of each lesson into what the deck shows: the skipped cells removed, assert lines
 out of the code that stays, a long markdown cell cut into slide-sized parts, each
 widget replaced by the picture it stores plus a line saying the live widget needs the
 notebook (no widget JavaScript is loaded: it would draw controls that move nothing),
-and every picture given the alt text of tools/figure_alt_text.py. "Check yourself"
-answers sit in ``<details>``: hidden until the lecturer clicks "Answer". ``jupyter
+every picture given the alt text of tools/figure_alt_text.py, and every link to a
+notebook (the folder holds none) made a link to that lesson's deck or, for an exercise set,
+to its Binder launch link (:func:`deck_links`). "Check yourself" answers sit in
+``<details>``: hidden until the lecturer clicks "Answer". ``jupyter
 nbconvert --to slides`` with tools/slides_offline.html.j2 then writes
 ``DIR/NN_topic.slides.html``; ``DIR/vendor`` holds only the files the decks load
 (:data:`VENDOR_FILES`, copied from npm packages pinned in :data:`VENDOR`, installed once
@@ -71,6 +73,7 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import figure_alt_text  # noqa: E402
+import launch  # noqa: E402
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 RISE = {"scroll": True, "theme": "white", "transition": "none"}
@@ -496,19 +499,53 @@ WIDGET_NOTE = ("*Live widget: its controls need the notebook's kernel. Open the 
                "stored with the notebook.*")
 
 
+# A markdown link to a notebook beside the lesson: "[text](04_masks.ipynb#part)".
+NOTEBOOK_LINK = re.compile(r"(\[[^\]]*\])\(((?![a-z][a-z0-9+.-]*:)[^)\s#]+\.ipynb)(#[^)\s]*)?\)",
+                           re.I)
+NOTEBOOK_HREF = re.compile(r'href="((?![a-z][a-z0-9+.-]*:)[^"#\s]+\.ipynb)(#[^"]*)?"', re.I)
+
+
+def deck_links(source: str, decks: set[str], project: launch.Project | None = None) -> str:
+    """``source`` with each link to a notebook made one that works from the decks' folder,
+    which holds no notebook: a lesson whose deck is exported with it (its stem in ``decks``)
+    links to that deck; any other notebook (an exercise set, a lesson left out) to its
+    Binder launch link, built by tools/launch.py from ``[project.urls]``."""
+    project = project or launch.Project()
+
+    def one(match: re.Match) -> str:
+        text, target = match.group(1), match.group(2)
+        path = Path(target)
+        if path.parent == Path(".") and path.stem in decks:
+            return f"{text}({path.stem}.slides.html)"
+        where = (Path("notebooks") / path).as_posix()
+        return f"{text[:-1]} (on Binder)]({project.binder(where)})"
+
+    def href(match: re.Match) -> str:  # an HTML link (a "Check yourself" answer's)
+        target = Path(match.group(1))
+        if target.parent == Path(".") and target.stem in decks:
+            return f'href="{target.stem}.slides.html"'
+        return f'href="{project.binder((Path("notebooks") / target).as_posix())}"'
+
+    return NOTEBOOK_HREF.sub(href, NOTEBOOK_LINK.sub(one, source))
+
+
 def _cell_id(base: str, part: int) -> str:
     return f"{base}-{part}"[:64]
 
 
-def deck_notebook(nb):
-    """A copy of ``nb`` as the static deck shows it (the module docstring's list)."""
+def deck_notebook(nb, decks: set[str] | None = None):
+    """A copy of ``nb`` as the static deck shows it (the module docstring's list); ``decks``:
+    the stems of the lessons exported with it (default: every lesson)."""
     nb = copy.deepcopy(nb)
+    decks = {p.stem for p in lessons()} if decks is None else decks
+    project = launch.Project()
     cells = []
     for cell, out in zip(nb.cells, skipped(nb), strict=True):
         if out:
             continue
         if cell.cell_type == "markdown":
-            for part, text in enumerate(split_markdown(details_as_html(cell.source))):
+            source = deck_links(details_as_html(cell.source), decks, project)
+            for part, text in enumerate(split_markdown(source)):
                 piece = nbformat.v4.new_markdown_cell(text)
                 piece.id = _cell_id(cell.get("id", "md"), part)
                 cells.append(piece)
@@ -583,7 +620,8 @@ def export(paths: list[Path], out: Path) -> list[Path]:
         copies = []
         for path in paths:
             copies.append(Path(tmp) / path.name)
-            nbformat.write(deck_notebook(nbformat.read(path, as_version=4)), copies[-1])
+            nbformat.write(deck_notebook(nbformat.read(path, as_version=4),
+                                         {p.stem for p in paths}), copies[-1])
         subprocess.run([sys.executable, "-m", "nbconvert", "--to", "slides",
                         f"--template-file={TEMPLATE}", *NBCONVERT_ARGS,
                         f"--output-dir={out}", *map(str, copies)], check=True,

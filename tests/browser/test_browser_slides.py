@@ -26,6 +26,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
+import launch  # noqa: E402
 import slides  # noqa: E402
 
 OUT = ROOT / "build" / "test-slides"
@@ -183,6 +184,44 @@ def test_no_deck_shows_a_check_cell_or_an_assert(decks, chromium):
         plain = [re.sub(r"<[^>]+>", "", c) for c in code]
         assert not [c for c in plain if re.search(r"^\s*assert\b|\.testing\.assert_", c, re.M)], \
             f"{name} shows assert lines"
+
+
+def launch_links() -> set[str]:
+    """Every launch link tools/launch.py builds for a notebook of the repository."""
+    project = launch.Project()
+    paths = [launch.repository_path(p) for p in launch.notebooks()]
+    return {link for path in paths for link in (project.binder(path), project.colab(path))}
+
+
+def test_every_link_on_every_slide_resolves(decks, chromium):
+    """A link leads to a file of the decks' folder (an anchor to an element of its page) or is
+    a launch link built by tools/launch.py; the last slides linked to .ipynb files that the
+    folder does not hold. The lecturer's way too: the next lesson's link opens its deck."""
+    launches, broken = launch_links(), []
+    for name in decks:
+        page_html = (OUT / name).read_text()
+        ids = set(re.findall(r'\sid="([^"]+)"', page_html))
+        for href in re.findall(r'<a\s[^>]*href="([^"]*)"', page_html):
+            href = href.replace("&amp;", "&")
+            target = urllib.parse.urlsplit(href)
+            if target.scheme in ("http", "https"):
+                ok = href in launches
+            elif target.scheme:
+                ok = False
+            elif not target.path:
+                # as a browser looks it up: the fragment as written, then decoded
+                ok = bool({target.fragment, urllib.parse.unquote(target.fragment)} & ids)
+            else:
+                ok = (OUT / urllib.parse.unquote(target.path)).is_file()
+            if not ok:
+                broken.append(f"{name}: {href}")
+    assert broken == [], f"{len(broken)} link(s) lead nowhere:\n" + "\n".join(broken[:20])
+    with deck_page(chromium, decks["01_weighted_sum.slides.html"]) as page:
+        link = slide_with(page, "a", "02 Scores and softmax")
+        link.click()
+        page.wait_for_url("**/02_scores_and_softmax.slides.html*")
+        page.wait_for_function("() => window.Reveal && Reveal.isReady()", timeout=60_000)
+        assert page.bad_responses == [], page.bad_responses
 
 
 def test_every_picture_has_alt_text_and_requests_stay_on_127_0_0_1(decks, chromium):

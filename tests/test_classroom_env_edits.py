@@ -1,0 +1,67 @@
+"""The marked edits classroom/class_env.py makes to nbgrader in the class environment, run on
+copies of the installed nbgrader's files (no root, no hub): the Assignments tab's fetch
+buttons refresh JupyterLab's file browser, and the Formgrader's tables fit its tab. The hub
+tests (tests/test_classroom_hub_browser.py) see both in a browser."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "classroom"))
+import class_env  # noqa: E402
+
+nbgrader = pytest.importorskip("nbgrader")
+BUNDLES = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "@jupyter" / "nbgrader"
+SHEET = (Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "static" / "css"
+         / "nbgrader.css")
+
+
+@pytest.fixture
+def env(tmp_path):
+    """A stand-in class environment holding copies of this venv's nbgrader files."""
+    static = tmp_path / "share" / "jupyter" / "labextensions" / "@jupyter" / "nbgrader" / "static"
+    static.mkdir(parents=True)
+    for bundle in (BUNDLES / "static").glob("*.js"):
+        shutil.copy(bundle, static / bundle.name)
+    css = (tmp_path / "lib" / "python3.11" / "site-packages" / "nbgrader" / "server_extensions"
+           / "formgrader" / "static" / "css")
+    css.mkdir(parents=True)
+    shutil.copy(SHEET, css / SHEET.name)
+    return tmp_path
+
+
+def bundle_text(env) -> str:
+    return "".join(p.read_text() for p in env.glob("share/**/static/*.js"))
+
+
+def test_fetch_and_fetch_feedback_refresh_the_file_browser_once_done(env):
+    assert class_env.REFRESHED not in bundle_text(env)
+    class_env.refresh_files_after_fetch(env)
+    text = bundle_text(env)
+    assert text.count(class_env.REFRESHED) == 2  # "Fetch" and "Fetch Feedback"
+    for action in ("fetch", "fetch_feedback"):
+        at = text.index(f'"assignments/{action}"')
+        after = text[at:text.index(class_env.REFRESHED, at)]
+        assert ".on_refresh(" in after and 'commands.execute("filebrowser:refresh")' in after
+
+
+def test_the_fetch_edit_is_made_once(env):
+    class_env.refresh_files_after_fetch(env)
+    class_env.refresh_files_after_fetch(env)
+    assert bundle_text(env).count(class_env.REFRESHED) == 2
+
+
+def test_the_formgraders_stylesheet_gets_the_table_rules_once_and_keeps_its_own(env):
+    (sheet,) = env.glob("lib/**/nbgrader.css")
+    original = sheet.read_text()
+    class_env.formgrader_tables_fit(env)
+    class_env.formgrader_tables_fit(env)
+    text = sheet.read_text()
+    assert text.startswith(original.rstrip("\n"))
+    assert text.count(class_env.TABLES) == 1
+    assert ".dataTables_wrapper { overflow-x: auto; }" in text
