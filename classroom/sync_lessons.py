@@ -23,8 +23,9 @@ The lessons sit in the home's top folder, where nbgrader fetches each exercise s
 (``~/ex04_masks/``), so an exercise's link ``../04_masks.ipynb`` opens the lesson. A lesson's
 own link to its set (``exercises/ex04_masks.ipynb`` in the repository) is rewritten in the
 student's copy to ``ex04_masks/ex04_masks.ipynb``, where the fetched set is, with a word on
-fetching it first (:func:`for_the_class`); the shipped lesson's "content" is that of its class
-form, so the rewrite is not an edit.
+fetching it first, and the cells that launch the lesson on Colab or Binder are left out
+(:func:`for_the_class`); the shipped lesson's "content" is that of its class form, so neither
+change is an edit.
 Only the standard library.
 """
 
@@ -58,11 +59,18 @@ def source_of(cell: dict) -> str:
     return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
+# The cells that open a lesson on Colab or Binder and install the package there: a student of
+# the class works on the hub, where the package is installed and the exercises come from nbgrader.
+LAUNCH_TAGS = {"launch-header", "launch-install"}
+
+
 def for_the_class(nb: dict) -> dict:
-    """The lesson as a student of the class gets it: each markdown link to an exercise set points
-    where nbgrader fetches the set, and says to fetch it first (until then the link opens
-    nothing). Other cells are unchanged."""
-    for cell in nb.get("cells", []):
+    """The lesson as a student of the class gets it: without the Colab/Binder launch cells, and
+    each markdown link to an exercise set pointing where nbgrader fetches the set, saying to
+    fetch it first (until then the link opens nothing). Other cells are unchanged."""
+    nb["cells"] = [cell for cell in nb.get("cells", []) if not LAUNCH_TAGS & set(
+        (cell.get("metadata") or {}).get("tags") or [])]
+    for cell in nb["cells"]:
         if cell.get("cell_type") == "markdown":
             text = SET_LINK.sub(lambda m: f"[{m[1]}/{m[1]}.ipynb]({m[2]}/{m[2]}.ipynb)"
                                 + FETCH_FIRST, source_of(cell))

@@ -200,3 +200,19 @@ def test_no_lesson_of_the_class_points_into_the_repositorys_exercise_folder(less
     nb = for_the_class(json.loads(lesson.read_text()))
     assert not [source_of(c) for c in nb["cells"]
                 if c["cell_type"] == "markdown" and "exercises/" in source_of(c)]
+
+
+def test_the_class_copy_leaves_out_the_colab_and_binder_cells(tmp_path, home):
+    shipped = ship(tmp_path, SET_LINE)
+    nb = read(shipped / LESSON)
+    nb["cells"][1:1] = [
+        {"cell_type": "markdown", "metadata": {"tags": ["launch-header"]},
+         "source": "[Open in Colab](https://colab.research.google.com/x)"},
+        {"cell_type": "code", "metadata": {"tags": ["launch-install"]}, "outputs": [],
+         "execution_count": None, "source": "# install the course package"}]
+    (shipped / LESSON).write_text(json.dumps(nb, indent=1))
+    sync(shipped, home)
+    sources = ["".join(c["source"]) for c in read(home / LESSON)["cells"]]
+    assert not [s for s in sources if "Colab" in s or "install the course" in s]
+    assert len(sources) == 2
+    assert sync(shipped, home) == {LESSON: "current"}  # leaving them out is not an edit
