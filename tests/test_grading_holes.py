@@ -227,7 +227,7 @@ def test_masked_attention_through_an_mha_function_that_does_the_attention_breaks
     for behaviour in ("values", "broadcast"):
         for said in (visible(checks.check_masked_attention, answer, behaviour),
                      graded("masked_attention", answer, behaviour)):
-            assert "the task says do not call mha.attention, nor another function of mha" in said
+            assert "the task says do not call mha.attention or any other function of mha" in said
             assert f"your answer calls {what}" in said, said
 
 

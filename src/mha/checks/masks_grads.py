@@ -216,7 +216,7 @@ ALLOWED_IN_MASKED = ("mha.reference.softmax", "mha.reference.scores", "mha.refer
 
 MASKED = Task("masked_attention", lambda q, k, v, m: attention(q, k, v, mask=m), MASKED_CASES,
               MASKED_MISTAKES, prepare=_output_and_weights,
-              rules=(Rule("do not call mha.attention, nor another function of mha that computes "
+              rules=(Rule("do not call mha.attention or any other function of mha that computes "
                           "attention (mha.softmax, mha.scores and mha.masks are allowed)",
                           calls=(("mha", "attention"),), allowed_mha=ALLOWED_IN_MASKED),))
 
