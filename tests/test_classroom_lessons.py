@@ -216,3 +216,15 @@ def test_the_class_copy_leaves_out_the_colab_and_binder_cells(tmp_path, home):
     assert not [s for s in sources if "Colab" in s or "install the course" in s]
     assert len(sources) == 2
     assert sync(shipped, home) == {LESSON: "current"}  # leaving them out is not an edit
+
+
+@pytest.mark.parametrize("lesson", sorted(
+    (Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb")),
+    ids=lambda p: p.name)
+def test_no_lesson_of_the_class_keeps_a_launch_link_or_the_install_cell(lesson):
+    from sync_lessons import for_the_class, source_of
+    shipped = json.loads(lesson.read_text())
+    assert any("colab.research.google.com" in source_of(c) for c in shipped["cells"])
+    nb = for_the_class(shipped)
+    launch = ("colab.research.google.com", "MHA_INSTALL_FROM")
+    assert not [source_of(c)[:60] for c in nb["cells"] if any(w in source_of(c) for w in launch)]

@@ -218,3 +218,16 @@ def test_the_page_leaves_out_the_cells_that_launch_and_install_elsewhere():
     page, _ = FeedbackExporter().from_notebook_node(nb)
     assert "Open in Colab" not in page and "Install the course package" not in page
     assert "lesson 04, masks" in page  # the rest stays
+
+
+def test_every_sets_launch_cells_carry_the_tags_the_page_leaves_out():
+    from feedback_page import LAUNCH_TAGS
+
+    sets = sorted((COURSE.parent / "notebooks" / "exercises").glob("ex*.ipynb"))
+    assert sets
+    for path in sets:
+        nb = nbformat.read(path, as_version=4)
+        launch = [c for c in nb.cells if "colab.research.google.com" in c.source
+                  or "MHA_INSTALL_FROM" in c.source]
+        assert launch and all(LAUNCH_TAGS & set(c.metadata.get("tags", [])) for c in launch), \
+            path.name
