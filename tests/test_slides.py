@@ -107,6 +107,101 @@ def test_a_cell_that_would_overflow_the_slide_starts_a_subslide():
     assert slides.slide_types(nb)[3:] == ["-", "subslide"]
 
 
+def printing(source, lines):
+    cell = code(source)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout",
+                                           text="".join(f"row {i}\n" for i in range(lines)))]
+    return cell
+
+
+PROSE = "A sentence of prose that fills most of one line on a slide of the deck, and more. "
+
+
+def test_a_slide_shows_one_code_cell():
+    nb = notebook(md("# T"), code(SETUP), md("## 1. S"), code("x = 1"), code("y = 2"),
+                  md("Short."), code("z = 3"))
+    assert slides.slide_types(nb)[3:] == ["-", "subslide", "-", "subslide"]
+
+
+def test_a_code_cell_after_more_than_a_short_lead_in_starts_a_subslide():
+    lead = md(PROSE * (slides.LEAD_LINES + 1))  # wraps to LEAD_LINES + 1 lines
+    short = md(PROSE)
+    nb = notebook(md("# T"), code(SETUP), md("## 1. S"), lead, code("x = 1"),
+                  md("## 2. S"), short, code("y = 2"))
+    assert slides.prose_lines(lead) > slides.LEAD_LINES >= slides.prose_lines(short)
+    assert slides.slide_types(nb)[3:] == ["-", "subslide", "slide", "-", "-"]
+
+
+def test_prose_after_code_stays_on_its_slide_only_while_the_slide_holds_little_prose():
+    nb = notebook(md("# T"), code(SETUP), md("## 1. S"), md(PROSE), code("x = 1"),
+                  md(PROSE * 2), md(PROSE * 2))
+    assert slides.slide_types(nb)[3:] == ["-", "-", "-", "subslide"]
+
+
+def test_no_slide_carries_more_than_code_lines_of_code_and_output():
+    half = slides.CODE_LINES // 2
+    nb = notebook(md("# T"), code(SETUP), md("## 1. S"),
+                  printing("print(table)", half), printing("print(table)", half + 1))
+    nb.cells[4].metadata["tags"] = [slides.OUTPUT_ONLY_TAG]  # no code shown, output only
+    assert slides.slide_types(nb)[3:] == ["-", "subslide"]
+
+
+def test_a_wide_printed_line_counts_as_the_lines_it_wraps_to():
+    cell = printing("print(row)", 0)
+    cell.outputs[0].text = "x" * (2 * slides.OUTPUT_CHARS) + "\n"
+    assert slides.text_lines(cell) == 1 and slides.code_lines(cell) == 1 + 2
+
+
+def test_a_deck_shows_the_output_of_a_tall_cell_on_the_next_slide():
+    tall = printing("\n".join(f"x{i} = {i}" for i in range(12)) + "\nprint(x0)", 10)
+    nb = slides.deck_notebook(notebook(md("# T"), code(SETUP), md("## 1. S"), tall))
+    shown, output = nb.cells[2], nb.cells[3]
+    assert shown.outputs == [] and "x11 = 11" in shown.source
+    assert slides.OUTPUT_ONLY_TAG in output.metadata["tags"] and len(output.outputs) == 1
+    assert [c.metadata.slideshow.slide_type for c in nb.cells[1:]] == ["slide", "-", "subslide"]
+    assert f"remove_input_tags={slides.OUTPUT_ONLY_TAG}" in " ".join(slides.NBCONVERT_ARGS)
+
+
+def test_a_deck_shows_the_first_code_cell_after_the_setup_cell():
+    """The deck notebook holds no set-up cell: its first code cell is lesson code (the decks
+    left out every lesson's first example or computation map)."""
+    nb = slides.deck_notebook(notebook(md("# T"), code(SETUP), md("## 1. S"), code("x = 1")))
+    assert [c.source for c in nb.cells] == ["# T", "## 1. S", "x = 1"]
+    assert nb.cells[2].metadata.slideshow.slide_type == "-"
+
+
+def slides_of(nb) -> list[list]:
+    """The cells of ``nb`` grouped by the slide they are drawn on."""
+    groups: list[list] = []
+    for cell in nb.cells:
+        kind = cell.metadata.slideshow.slide_type
+        if kind == "skip":
+            continue
+        if kind in ("slide", "subslide") or not groups:
+            groups.append([])
+        groups[-1].append(cell)
+    return groups
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
+def test_every_deck_slide_that_shows_code_can_be_read_from_the_back(path):
+    """Issue 19: at most one code cell, CODE_LINES lines of code and printed output and
+    CODE_SLIDE_PROSE lines of prose on a slide (estimated as tools/slides.py does; the
+    browser test measures the drawn slides)."""
+    crowded = []
+    for number, group in enumerate(slides_of(slides.deck_notebook(
+            nbformat.read(path, as_version=4))), 1):
+        shown = sum(slides.shows_code(c) for c in group)
+        lines = sum(slides.code_lines(c) for c in group)
+        prose = sum(slides.prose_lines(c) for c in group)
+        one = len([c for c in group if c.cell_type == "code"]) == 1
+        if shown > 1 or (lines > slides.CODE_LINES and not one) or (
+                lines and prose > slides.CODE_SLIDE_PROSE):
+            crowded.append(f"slide {number}: {shown} code cells, {lines} lines of code and "
+                           f"output, {prose:.1f} of prose: {group[0].source[:40]!r}")
+    assert crowded == [], f"{path.name}:\n" + "\n".join(crowded)
+
+
 def test_check_reports_a_cell_whose_slide_type_breaks_the_rule():
     nb = slides.apply(notebook(md("# T"), md("## 1. S"), code("x"), md("footer")))
     assert slides.differences(nb) == []

@@ -27,6 +27,23 @@ both honour):
   slide past :data:`BUDGET` estimated pixels of a 1280 x 720 slide: ``subslide``;
 - everything else: ``-`` (continues the slide above).
 
+**What a slide that shows code carries** (code is read from the back of a room: one
+cell at a time, at the full font, with little prose around it):
+
+- one code cell: a cell whose code is shown starts a ``subslide`` when the slide already
+  shows code, or more than :data:`LEAD_LINES` (3) lines of prose (headings aside);
+- at most :data:`CODE_LINES` (20) lines of code and printed output, long lines counted as
+  the lines they wrap to (:func:`code_lines`): a cell that would pass that starts a
+  ``subslide``; in a static deck, a single cell taller than that shows its code on one
+  slide and its printed output (tag ``slides-output-only``) on the next;
+- at most :data:`CODE_SLIDE_PROSE` (4) lines of prose (:func:`prose_lines`): prose after
+  the output that would pass it starts a ``subslide``;
+- printed output at :data:`MIN_OUTPUT_FONT` (16 px) or larger: a table wider than the slide
+  shrinks from 19 px down to that, then wraps (counted as :data:`OUTPUT_CHARS` per line).
+
+tests/test_slides.py checks these on every deck as estimated; the browser test measures
+them on the drawn slides. Most code slides are then: a short lead-in, the code, its output.
+
 Heights are estimated from the text (:func:`estimate`: lines, wrapped at the slide's
 width, and each picture's size); tests/browser/test_browser_slides.py opens every slide
 of every deck at 1280 x 720 and fails on content taller or wider than the slide.
@@ -38,7 +55,8 @@ unchanged lesson twice (tools/execute_notebooks.py calls it) leaves the file
 byte-identical.
 
 **The static decks** (``--export``, ``make slides``): :func:`deck_notebook` turns a copy
-of each lesson into what the deck shows: the skipped cells removed, assert lines taken
+of each lesson into what the deck shows (the rule applied again to what is left, nothing
+skipped twice): the skipped cells removed, assert lines taken
 out of the code that stays, a long markdown cell cut into slide-sized parts, each
 widget replaced by the picture it stores plus a line saying the live widget needs the
 notebook (no widget JavaScript is loaded: it would draw controls that move nothing),
@@ -82,6 +100,7 @@ GOING_DEEPER = re.compile(r"^##\s+Going deeper\b")
 LONG_SOURCE = 16  # lines of code: longer is a listing (lesson cells hold about 15)
 LONG_OUTPUT = 14  # printed lines: longer is a listing
 WIDGET_NOTE_TAG = "slides-widget-note"
+OUTPUT_ONLY_TAG = "slides-output-only"  # the printed output of a tall cell, on its own slide
 PREDICT = re.compile(r"\*\*Predict\.\*\*")  # a prompt: its answer goes on the next slide
 PICTURE_ONLY_TAG = "slides-picture-only"  # a deck shows the picture, not the code drawing it
 
@@ -96,6 +115,13 @@ PARAGRAPH_GAP, CELL_GAP = 14, 10
 IMAGE_MAX_HEIGHT = 540  # the deck's CSS caps a picture's height (max-height)
 IMAGE_MAX_WIDTH = 1180
 DISPLAY_MATH = 64
+
+# -- what a slide that shows code may carry (read from the back of a room) --
+CODE_LINES = 20  # lines of code + printed output on one slide, wrapped as drawn
+LEAD_LINES = 3  # prose lines (headings aside) that may stand above a code cell on its slide
+CODE_SLIDE_PROSE = 4  # prose lines (headings aside) on a slide that shows code
+MIN_OUTPUT_FONT = 16  # px: a wide printed table shrinks to this, then wraps (template's fitWide)
+OUTPUT_CHARS = 120  # characters of printed output per line at MIN_OUTPUT_FONT
 
 VENDOR = ["reveal.js@4.6.0", "requirejs@2.3.8", "jquery@2.2.3", "mathjax@2.7.9"]
 NPM = ROOT / "build" / "slides-npm"
@@ -121,6 +147,7 @@ NBCONVERT_ARGS = [
     "--no-prompt",  # no In [n] / Out [n]
     "--TagRemovePreprocessor.enabled=True",
     f"--TagRemovePreprocessor.remove_input_tags={PICTURE_ONLY_TAG}",
+    f"--TagRemovePreprocessor.remove_input_tags={OUTPUT_ONLY_TAG}",
     f"--reveal-prefix={MODULES}/reveal.js",
     f"--SlidesExporter.require_js_url={MODULES}/requirejs/require.js",
     f"--SlidesExporter.jquery_url={MODULES}/jquery/dist/jquery.min.js",
@@ -148,15 +175,45 @@ def tags(cell) -> set[str]:
     return set(cell.get("metadata", {}).get("tags", []))
 
 
-def text_lines(cell) -> int:
-    """Lines of text a code cell prints or returns (its text outputs)."""
+def text_lines(cell, width: int | None = None) -> int:
+    """Lines of text a code cell prints or returns (its text outputs); with ``width``,
+    each line wrapped at that many characters, as a slide draws it."""
     count = 0
     for out in cell.get("outputs", []):
         if out.output_type == "stream":
-            count += len(out.text.rstrip("\n").splitlines())
+            text = out.text
         elif "text/plain" in out.get("data", {}) and not has_picture_output(out):
-            count += len(out.data["text/plain"].rstrip("\n").splitlines())
+            text = out.data["text/plain"]
+        else:
+            continue
+        lines = text.rstrip("\n").splitlines()
+        count += sum(_wrapped(line, width) for line in lines) if width else len(lines)
     return count
+
+
+def shows_code(cell) -> bool:
+    """A code cell whose source the slide shows (not a picture or an output on its own)."""
+    return (cell.cell_type == "code" and not tags(cell) & {PICTURE_ONLY_TAG, OUTPUT_ONLY_TAG}
+            and bool(cell.source.strip()))
+
+
+def code_lines(cell) -> int:
+    """Lines of code and printed output ``cell`` draws on a slide, long lines wrapped."""
+    if cell.cell_type != "code":
+        return 0
+    source = cell.source.strip() if shows_code(cell) else ""
+    return (sum(_wrapped(line, CODE_CHARS) for line in source.splitlines())
+            + text_lines(cell, OUTPUT_CHARS))
+
+
+def prose_lines(cell) -> float:
+    """Estimated lines of prose of a markdown cell, headings aside: the height
+    :func:`estimate` gives it without its headings, in lines of :data:`TEXT_LINE` px."""
+    if cell.cell_type != "markdown":
+        return 0.0
+    body = "\n".join(line for line in cell.source.splitlines()
+                     if not re.match(r"\s*#{1,6} ", line))
+    return max(0, _markdown_height(body) - PARAGRAPH_GAP) / TEXT_LINE
 
 
 def has_picture_output(out) -> bool:
@@ -279,7 +336,7 @@ def estimate(cell) -> int:
     source = "" if PICTURE_ONLY_TAG in tags(cell) else cell.source.strip()
     lines = sum(_wrapped(line, CODE_CHARS) for line in source.splitlines())
     height = lines * CODE_LINE + 24 if lines else 0
-    printed = text_lines(cell)
+    printed = text_lines(cell, OUTPUT_CHARS)
     if printed:
         height += printed * CODE_LINE + 16
     height += sum(_picture_height(out) for out in cell.get("outputs", []))
@@ -288,37 +345,60 @@ def estimate(cell) -> int:
 
 # -- the rule ------------------------------------------------------------------------------
 
-def slide_types(nb) -> list[str]:
-    """The slide type of every cell of ``nb``, by the rule in the module docstring."""
+def slide_types(nb, deck: bool = False) -> list[str]:
+    """The slide type of every cell of ``nb``, by the rule in the module docstring;
+    ``deck``: ``nb`` is a :func:`deck_notebook`, whose cells all stay (what stays out
+    was removed; its first code cell is not the set-up cell)."""
     cells = nb.cells
-    skip = skipped(nb)
+    skip = [False] * len(cells) if deck else skipped(nb)
     types: list[str] = []
     used = 0  # estimated height of the slide being filled
+    prose = 0.0  # its lines of prose
+    printed = 0  # its lines of code and printed output
+    has_code = False  # whether it shows a code cell's source
     before = None  # the last cell shown
     for cell, out in zip(cells, skip, strict=True):
         if out:
             types.append("skip")
             continue
         level = heading_level(cell)
-        height = estimate(cell)
+        height, lines, words = estimate(cell), code_lines(cell), prose_lines(cell)
         if before is None or level in (1, 2) or shows_widget(cell):
             kind = "slide"
         elif WIDGET_NOTE_TAG in tags(cell):
             kind = "-"
         elif (level >= 3 or shows_widget(before) or used + height > BUDGET
-              or (before.cell_type == "markdown" and PREDICT.match(before.source.lstrip()))):
+              or (before.cell_type == "markdown" and PREDICT.match(before.source.lstrip()))
+              or crowds_code(cell, lines, words, has_code, printed, prose)):
             kind = "subslide"
         else:
             kind = "-"
-        used = height if kind != "-" else used + height
+        if kind != "-":
+            used, prose, printed, has_code = 0, 0.0, 0, False
+        used += height
+        prose += words
+        printed += lines
+        has_code = has_code or shows_code(cell)
         types.append(kind)
         before = cell
     return types
 
 
-def apply(nb):
+def crowds_code(cell, lines: int, words: float, has_code: bool, printed: int,
+                prose: float) -> bool:
+    """Whether ``cell`` (``lines`` of code and output, ``words`` lines of prose) would
+    crowd a slide that already shows code (``has_code``), ``printed`` lines of code and
+    output and ``prose`` lines of prose (the module docstring's code-slide rules)."""
+    if shows_code(cell) and (has_code or prose > LEAD_LINES):
+        return True  # one code cell per slide, after a lead-in of at most LEAD_LINES
+    if lines and (printed + lines > CODE_LINES or prose > LEAD_LINES):
+        return True
+    return bool(printed) and words > 0 and prose + words > CODE_SLIDE_PROSE
+
+
+def apply(nb, deck: bool = False):
     """Set every cell's slide type and the notebook's RISE settings; return ``nb``."""
-    for cell, kind in zip(nb.cells, slide_types(nb), strict=True):
+    for cell, kind in zip(nb.cells, slide_types(nb, deck), strict=True):
         cell.metadata["slideshow"] = {"slide_type": kind}
     nb.metadata["rise"] = dict(RISE)
     return nb
@@ -573,6 +653,12 @@ def deck_notebook(nb, decks: set[str] | None = None):
         if not cell.source.strip() and not outputs:
             continue
         cells.append(cell)
+        if shows_code(cell) and code_lines(cell) > CODE_LINES and text_lines(cell):
+            printed = copy.deepcopy(cell)  # the output alone, on the next slide
+            printed.metadata["tags"] = [*cell.metadata.get("tags", []), OUTPUT_ONLY_TAG]
+            printed.id = _cell_id(cell.get("id", "code"), "output")
+            cell.outputs = []
+            cells.append(printed)
         if widget:
             note = nbformat.v4.new_markdown_cell(WIDGET_NOTE)
             note.id = _cell_id(cell.get("id", "widget"), "note")
@@ -580,7 +666,7 @@ def deck_notebook(nb, decks: set[str] | None = None):
             cells.append(note)
     nb.cells = cells
     nb.metadata.pop("widgets", None)  # no widget manager: the stored pictures are shown
-    return apply(nb)
+    return apply(nb, deck=True)
 
 
 # -- export ----------------------------------------------------------------------------------
