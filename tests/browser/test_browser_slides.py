@@ -139,6 +139,61 @@ def test_every_slide_fits_1280_by_720(decks, chromium, lesson):
         "\n".join(failures)
 
 
+# What the present slide draws of code (issue 19): code cells shown, lines of code and printed
+# output as drawn (wrapped lines counted), the smallest font of those, lines of prose.
+READABLE = r"""() => {
+    const slide = Reveal.getCurrentSlide();
+    const drawn = el => el.getBoundingClientRect().height > 0
+        && !el.closest('details:not([open]) > :not(summary)');
+    const lines = el => {
+        const style = getComputedStyle(el);
+        const inner = el.clientHeight - parseFloat(style.paddingTop)
+            - parseFloat(style.paddingBottom);
+        return Math.round(inner / parseFloat(style.lineHeight));
+    };
+    const code = [...slide.querySelectorAll('.jp-InputArea div.highlight > pre')].filter(drawn);
+    const printed = [...slide.querySelectorAll('.jp-OutputArea-output pre')].filter(drawn);
+    let prose = 0;
+    for (const el of slide.querySelectorAll('.jp-RenderedMarkdown :is(p, li, tr, pre)')) {
+        if (!drawn(el) || (el.tagName === 'LI' && el.querySelector('p'))) continue;
+        prose += Math.max(1, lines(el) || 1);
+    }
+    const pres = [...code, ...printed];
+    return {code: code.length, lines: pres.reduce((sum, pre) => sum + lines(pre), 0),
+            font: Math.min(...pres.map(pre => parseFloat(getComputedStyle(pre).fontSize))),
+            prose, text: slide.innerText.trim().slice(0, 50)};
+}"""
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+def test_every_code_slide_can_be_read_from_the_back_of_a_room(decks, chromium, lesson):
+    """As drawn at 1280 x 720: one code cell, at most slides.CODE_LINES lines of code and
+    output, output at slides.MIN_OUTPUT_FONT px or more, and the prose around it at most
+    slides.CODE_SLIDE_PROSE lines (one more for the estimate's error: a formula that wraps)."""
+    name = lesson.stem + ".slides.html"
+    crowded = []
+    with deck_page(chromium, decks[name]) as page:
+        every = page.evaluate("() => Reveal.getSlides().map(s => Reveal.getIndices(s))")
+        for number, indices in enumerate(every, 1):
+            show(page, indices)
+            found = page.evaluate(READABLE)
+            if not found["code"] and not found["lines"]:
+                continue
+            problems = [f"{found['code']} code cells"] if found["code"] > 1 else []
+            if found["lines"] > slides.CODE_LINES:
+                problems.append(f"{found['lines']} lines of code and output")
+            if found["font"] < slides.MIN_OUTPUT_FONT:
+                problems.append(f"code or output at {found['font']} px")
+            if found["prose"] > slides.CODE_SLIDE_PROSE + 1:
+                problems.append(f"{found['prose']} lines of prose")
+            if problems:
+                shot = screenshot(page, f"slides-dense-{lesson.stem}-{number:02d}.png")
+                crowded.append(f"slide {number} {found['text']!r}: {', '.join(problems)} "
+                               f"(screenshot {shot})")
+    assert not crowded, f"{name}: {len(crowded)} of {len(every)} slides are dense:\n" + \
+        "\n".join(crowded)
+
+
 @pytest.fixture(scope="module")
 def lesson_03(decks, chromium):
     with deck_page(chromium, decks["03_scaling.slides.html"]) as page:
