@@ -138,6 +138,12 @@ def test_prose_after_code_stays_on_its_slide_only_while_the_slide_holds_little_p
     assert slides.slide_types(nb)[3:] == ["-", "-", "-", "subslide"]
 
 
+def test_prose_that_leads_into_the_next_code_cell_goes_with_it():
+    nb = notebook(md("# T"), code(SETUP), md("## 1. S"), code("x = 1"), md("It is 1. Now y:"),
+                  code("y = 2"), md("Both:"), md("Or:"), code("x + y"))
+    assert slides.slide_types(nb)[3:] == ["-", "subslide", "-", "-", "subslide", "-"]
+
+
 def test_no_slide_carries_more_than_code_lines_of_code_and_output():
     half = slides.CODE_LINES // 2
     nb = notebook(md("# T"), code(SETUP), md("## 1. S"),

@@ -37,7 +37,8 @@ cell at a time, at the full font, with little prose around it):
   ``subslide``; in a static deck, a single cell taller than that shows its code on one
   slide and its printed output (tag ``slides-output-only``) on the next;
 - at most :data:`CODE_SLIDE_PROSE` (4) lines of prose (:func:`prose_lines`): prose after
-  the output that would pass it starts a ``subslide``;
+  the output that would pass it starts a ``subslide``; so does prose after the output that
+  leads into the next code cell (it ends with a colon), which then stands above that code;
 - printed output at :data:`MIN_OUTPUT_FONT` (16 px) or larger: a table wider than the slide
   shrinks from 19 px down to that, then wraps (counted as :data:`OUTPUT_CHARS` per line).
 
@@ -357,19 +358,22 @@ def slide_types(nb, deck: bool = False) -> list[str]:
     printed = 0  # its lines of code and printed output
     has_code = False  # whether it shows a code cell's source
     before = None  # the last cell shown
-    for cell, out in zip(cells, skip, strict=True):
+    for index, (cell, out) in enumerate(zip(cells, skip, strict=True)):
         if out:
             types.append("skip")
             continue
         level = heading_level(cell)
         height, lines, words = estimate(cell), code_lines(cell), prose_lines(cell)
+        after = next((c for c, s in zip(cells[index + 1:], skip[index + 1:], strict=True)
+                      if not s), None)
         if before is None or level in (1, 2) or shows_widget(cell):
             kind = "slide"
         elif WIDGET_NOTE_TAG in tags(cell):
             kind = "-"
         elif (level >= 3 or shows_widget(before) or used + height > BUDGET
               or (before.cell_type == "markdown" and PREDICT.match(before.source.lstrip()))
-              or crowds_code(cell, lines, words, has_code, printed, prose)):
+              or crowds_code(cell, lines, words, has_code, printed, prose)
+              or (printed and introduces(cell, after))):
             kind = "subslide"
         else:
             kind = "-"
@@ -382,6 +386,13 @@ def slide_types(nb, deck: bool = False) -> list[str]:
         types.append(kind)
         before = cell
     return types
+
+
+def introduces(cell, after) -> bool:
+    """Whether ``cell`` is prose that leads into the code cell ``after`` (it ends with a
+    colon): on a slide that shows code it starts a subslide, to stand above that code."""
+    return (cell.cell_type == "markdown" and after is not None and shows_code(after)
+            and cell.source.rstrip().endswith(":"))
 
 
 def crowds_code(cell, lines: int, words: float, has_code: bool, printed: int,
