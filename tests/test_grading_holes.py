@@ -9,6 +9,12 @@ process) give the same verdict on each.
 * ``_thread.start_new_thread`` escaped the call watcher;
 * set 04: ``masked_attention`` could call an allowed mha function that does the attention;
 * set 04's messages said ``causal_mask:`` of the learner's ``causal``.
+
+Round g (the end of this file): set 09's ``exp`` bound before the answer ran (``from numpy
+import exp``), torch in a thread the answer starts, every block in one ``exp`` call (refused,
+now with a message saying why), ``mha.tiled.tiled_attention``; the two-pass softmax, which the
+stated rule allows (the set says so); set 04's ``mask_from_positions`` and SDPA; set 06's
+messages naming ``split`` / ``merge``.
 """
 
 from __future__ import annotations
