@@ -51,7 +51,9 @@ class Rule:
     whole row, not on a block); such calls are seen wherever their size can be read: Python
     functions by the profile hook, torch's functions and methods (``torch.softmax``,
     ``Tensor.softmax``, ``torch.exp``) by a torch function mode, and NumPy's ufuncs
-    (``("numpy", "exp")``) by a stand-in put at ``numpy.exp`` while the answer runs.
+    (``("numpy", "exp")``) by a stand-in put at ``numpy.exp`` while the answer runs, and at
+    the names the answer's code bound to it before (``from numpy import exp``: ``_Rebinds``);
+    torch calls in threads the answer starts go through the case's function mode too.
     ``max_peak(case)``: bytes the answer may hold at its peak (numbers traced by tracemalloc,
     which sees NumPy's arrays, or the largest tensor a torch call returned), or None.
     ``allowed_mha``: when set, every function of the mha package the answer calls breaks the
@@ -438,9 +440,12 @@ def observe(task: Task, answer, case: Case, catch_interrupts: bool = False) -> O
                     setattr(np, name, stand_ins[ufunc])
                 if rebinds is not None:  # `from numpy import exp` run before the answer
                     watch.rebinds = rebinds
-                    for fn in (getattr(answer, "func", None), answer,  # functools.partial
-                               type(answer).__dict__.get("__call__")):  # a callable object
-                        rebinds.function(fn)
+                    try:
+                        for fn in (getattr(answer, "func", None), answer,  # functools.partial
+                                   type(answer).__dict__.get("__call__")):  # a callable object
+                            rebinds.function(fn)
+                    except Exception:  # an odd callable: its calls still meet numpy.exp's
+                        pass
                 sys.setprofile(watch)
             try:
                 if mode is not None:
