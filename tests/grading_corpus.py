@@ -587,7 +587,21 @@ def online_softmax(s, v, block):
 def online_softmax(s, v, block):
     q, k = np.ones((1, 1)), np.asarray(s, dtype=float)[:, None]
     return mha.tiled.tiled_attention(q, k, v, scale=1.0, block_k=block).out[0]
-'''}, {"test_online_softmax": "do not call mha.tiled.tiled_attention"}, flagged=True),
+'''}, {"test_online_softmax": "your answer calls mha.tiled.tiled_attention"}),
+    # a right answer whose cell checks it against mha.attention: that is no call of the answer
+    Sub("self_test_with_attention", E9, {"online_softmax": '''
+def online_softmax(s, v, block):
+    m, l, o = -np.inf, 0.0, np.zeros(v.shape[-1])
+    for j in range(0, len(s), block):
+        m_new = max(m, float(np.max(s[j:j + block])))
+        e = np.exp(s[j:j + block] - m_new)
+        c = np.exp(m - m_new)
+        l, o, m = l * c + e.sum(), o * c + e @ v[j:j + block], m_new
+    return o / l
+
+_s, _v = np.array([0.5, 2.0, -1.0]), np.eye(3)
+assert np.allclose(online_softmax(_s, _v, 2), mha.attention(np.ones((1, 1)), _s[:, None], _v, scale=1.0)[0][0])
+'''}),
     # the row's maximum first, then math.exp score by score: the stated rule holds (the set
     # says the two-pass softmax passes)
     Sub("two_pass_math_exp", E9, {"online_softmax": '''

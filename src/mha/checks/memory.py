@@ -115,10 +115,11 @@ ONLINE = Task("online_softmax", _reference, ONLINE_CASES, ONLINE_MISTAKES, rules
          detail="takes {name} of every score of the row at once (every block in one call, "
                 "even reshaped to (n_blocks, block), is the whole row: each exp may see one "
                 "block, as a tile of tiled attention holds one block of keys)"),
-    # a function of the package that does the work: tiled_attention is this very loop
+    # a function of the package that does the work: tiled_attention is this very loop. Seen
+    # by the profile hook only (no names for grading's reading of the code: a self-test in
+    # the answer cell that compares with mha.attention is no call of the answer's)
     Rule("do not call mha.tiled.tiled_attention, mha.attention or any other function of mha "
          "that does the work (mha.softmax on one block is allowed)",
-         calls=(("mha", "tiled_attention"), ("mha", "attention")),
          allowed_mha=ALLOWED_IN_ONLINE, detail="calls {name}"),
 ))
 
