@@ -295,6 +295,22 @@ def masked_attention(q, k, v, mask):
     return out, mha.softmax(np.where(mask, -np.inf, mha.scores(q, k)), axis=-1)
 '''}, {"test_masked_attention": "your answer calls mha.tiled.tiled_attention",
        "test_masked_attention_broadcast": "your answer calls mha.tiled.tiled_attention"}),
+    # the function mha.causal_mask calls, and PyTorch's fused attention: both rules of the set
+    Sub("positions_and_sdpa", E4, {"causal": '''
+def causal(t):
+    return mha.masks.mask_from_positions(np.arange(t), np.arange(t))
+''', "masked_attention": '''
+import torch
+import torch.nn.functional as F
+def masked_attention(q, k, v, mask):
+    w = mha.softmax(np.where(mask, -np.inf, mha.scores(q, k)), axis=-1)
+    allowed = torch.as_tensor(~np.broadcast_to(mask, w.shape))
+    out = F.scaled_dot_product_attention(*(torch.as_tensor(x) for x in (q, k, v)), attn_mask=allowed)
+    return out.numpy(), w
+'''}, {"test_causal": "do not call mha.masks.mask_from_positions",
+       "test_masked_attention": "do not call torch.nn.functional.scaled_dot_product_attention",
+       "test_masked_attention_broadcast": "do not call torch.nn.functional.scaled_dot_product_attention"},
+        flagged=True),
     # -- ex05 ---------------------------------------------------------------------------------
     Sub("diagonal_only_loop", E5, {"softmax_grad": '''
 def softmax_grad(p, g):
@@ -378,7 +394,12 @@ def merge(h):
 def split(x, n_heads):
     b, t, c = x.shape
     return x.reshape(b, n_heads, t, c // n_heads)
-'''}, {"test_split": "view"}),
+''', "merge": '''
+def merge(h):
+    b, n, t, d = h.shape
+    return h.reshape(b, t, n * d)
+'''}, {"test_split": "split: heads split with `view`",  # the learner's names, as in the set
+       "test_merge": "merge: heads merged with a reshape"}),
     Sub("swallows_interrupts", E6, {"merge": '''
 while True:
     try:
@@ -531,6 +552,68 @@ def online_softmax(s, v, block):
         e = torch.exp(s[j:j + block] - m_new)
         l, o, m = l * c + e.sum(), o * c + e @ v[j:j + block], m_new
     return o / l
+'''}),
+    # exp bound in a cell before the answer cell ran
+    Sub("exp_bound_before", E9, {"online_softmax": '''
+def online_softmax(s, v, block):
+    e = exp(s - s.max())
+    return (e / e.sum()) @ v
+'''}, {"test_online_softmax": "takes numpy.exp of every score of the row at once"},
+        edit=add_cell("from numpy import exp")),
+    Sub("torch_in_a_thread", E9, {"online_softmax": '''
+import threading
+import torch
+def online_softmax(s, v, block):
+    box = []
+    def work():
+        box.append(torch.softmax(torch.as_tensor(s), 0).numpy() @ v)
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join()
+    return box[0]
+'''}, {"test_online_softmax": "calls torch.softmax on every score of the row at once"},
+        flagged=True, reasons=("imports threading",)),
+    Sub("every_block_in_one_call", E9, {"online_softmax": '''
+def online_softmax(s, v, block):
+    n = -(-len(s) // block)
+    padded = np.concatenate([s, np.full(n * block - len(s), -np.inf)]).reshape(n, block)
+    vals = np.concatenate([v, np.zeros((n * block - len(s), v.shape[1]))]).reshape(n, block, -1)
+    m = padded.max(axis=1)
+    e = np.exp(padded - m[:, None])
+    c = np.exp(m - m.max())
+    return (c @ np.einsum("nb,nbd->nd", e, vals)) / (c @ e.sum(axis=1))
+'''}, {"test_online_softmax": "even reshaped to (n_blocks, block), is the whole row"}),
+    Sub("online_via_tiled", E9, {"online_softmax": '''
+def online_softmax(s, v, block):
+    q, k = np.ones((1, 1)), np.asarray(s, dtype=float)[:, None]
+    return mha.tiled.tiled_attention(q, k, v, scale=1.0, block_k=block).out[0]
+'''}, {"test_online_softmax": "your answer calls mha.tiled.tiled_attention"}),
+    # a right answer whose cell checks it against mha.attention: that is no call of the answer
+    Sub("self_test_with_attention", E9, {"online_softmax": '''
+def online_softmax(s, v, block):
+    m, l, o = -np.inf, 0.0, np.zeros(v.shape[-1])
+    for j in range(0, len(s), block):
+        m_new = max(m, float(np.max(s[j:j + block])))
+        e = np.exp(s[j:j + block] - m_new)
+        c = np.exp(m - m_new)
+        l, o, m = l * c + e.sum(), o * c + e @ v[j:j + block], m_new
+    return o / l
+
+_s, _v = np.array([0.5, 2.0, -1.0]), np.eye(3)
+assert np.allclose(online_softmax(_s, _v, 2), mha.attention(np.ones((1, 1)), _s[:, None], _v, scale=1.0)[0][0])
+'''}),
+    # the row's maximum first, then math.exp score by score: the stated rule holds (the set
+    # says the two-pass softmax passes)
+    Sub("two_pass_math_exp", E9, {"online_softmax": '''
+import math
+def online_softmax(s, v, block):
+    top = max(float(x) for x in s)
+    total, out = 0.0, np.zeros(v.shape[-1])
+    for j in range(0, len(s), block):
+        for x, row in zip(s[j:j + block], v[j:j + block]):
+            e = math.exp(float(x) - top)
+            total, out = total + e, out + e * row
+    return out / total
 '''}),
     Sub("kills_python", E9, {"online_softmax": '''
 import os

@@ -9,6 +9,12 @@ process) give the same verdict on each.
 * ``_thread.start_new_thread`` escaped the call watcher;
 * set 04: ``masked_attention`` could call an allowed mha function that does the attention;
 * set 04's messages said ``causal_mask:`` of the learner's ``causal``.
+
+Round g (the end of this file): set 09's ``exp`` bound before the answer ran (``from numpy
+import exp``), torch in a thread the answer starts, every block in one ``exp`` call (refused,
+now with a message saying why), ``mha.tiled.tiled_attention``; the two-pass softmax, which the
+stated rule allows (the set says so); set 04's ``mask_from_positions`` and SDPA; set 06's
+messages naming ``split`` / ``merge``.
 """
 
 from __future__ import annotations
@@ -271,3 +277,237 @@ def imports_inside(q, k, v, mask):
 
 def test_importing_an_mha_module_inside_masked_attention_calls_nothing():
     assert visible(checks.check_masked_attention, imports_inside, "values").startswith("passed")
+
+
+# -- issue 20, round g ----------------------------------------------------------------------
+# set 09: `exp` bound before the answer ran, torch in a thread the answer starts, every block
+# in one exp call, mha.tiled.tiled_attention; set 04: mask_from_positions, SDPA; set 06:
+# messages naming split / merge.
+
+from numpy import exp  # noqa: E402  (bound before the answer runs, as a notebook cell would)
+
+EXP = np.exp
+
+
+def from_numpy_exp(s, v, block):
+    e = exp(s - s.max())
+    return (e / e.sum()) @ v
+
+
+def aliased_exp(s, v, block):
+    e = EXP(s - s.max())
+    return (e / e.sum()) @ v
+
+
+def default_exp(s, v, block, ex=np.exp):
+    e = ex(s - s.max())
+    return (e / e.sum()) @ v
+
+
+def _closing_over(ex):
+    def online_softmax(s, v, block):
+        e = ex(s - s.max())
+        return (e / e.sum()) @ v
+    return online_softmax
+
+
+@pytest.mark.parametrize("answer", [from_numpy_exp, aliased_exp, default_exp,
+                                    _closing_over(np.exp)])
+def test_exp_bound_before_the_answer_ran_is_seen_in_the_check_and_in_grading(answer):
+    for said in (visible(checks.check_online_softmax, answer),
+                 graded("online_softmax", answer)):
+        assert "takes numpy.exp of every score of the row at once" in said, said
+    # each name is numpy's exp again afterwards
+    assert exp is np.exp and EXP is np.exp and default_exp.__defaults__[0] is np.exp
+
+
+def blocks_with_bound_exp(s, v, block):
+    m, total, out = -np.inf, 0.0, np.zeros(v.shape[-1])
+    for j in range(0, len(s), block):
+        blk = s[j:j + block]
+        m_new = max(m, blk.max())
+        c, e = exp(m - m_new), exp(blk - m_new)
+        total, out, m = total * c + e.sum(), out * c + e @ v[j:j + block], m_new
+    return out / total
+
+
+def test_a_block_wise_answer_with_exp_bound_before_passes():
+    assert visible(checks.check_online_softmax, blocks_with_bound_exp).startswith("passed: ")
+    assert graded("online_softmax", blocks_with_bound_exp).startswith("passed: ")
+    assert exp is np.exp
+
+
+def _in_a_thread(work):
+    import threading
+
+    box = []
+    thread = threading.Thread(target=lambda: box.append(work()))
+    thread.start()
+    thread.join()
+    return box[0]
+
+
+def torch_exp_in_a_thread(s, v, block):
+    def work():
+        t = torch.as_tensor(s)
+        e = (t - t.max()).exp()
+        return (e / e.sum()).numpy() @ v
+    return _in_a_thread(work)
+
+
+def torch_softmax_in_a_pool(s, v, block):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: torch.softmax(torch.as_tensor(s), 0).numpy() @ v).result()
+
+
+@pytest.mark.parametrize("answer, words", [
+    (torch_exp_in_a_thread, "takes torch.exp of every score of the row at once"),
+    (torch_softmax_in_a_pool, "calls torch.softmax on every score of the row at once"),
+])
+def test_torch_in_a_thread_the_answer_starts_is_seen_in_the_check_and_in_grading(answer, words):
+    for said in (visible(checks.check_online_softmax, answer),
+                 graded("online_softmax", answer)):
+        assert words in said, said
+
+
+def test_a_block_wise_torch_answer_in_a_thread_passes():
+    def answer(s, v, block):
+        return _in_a_thread(lambda: torch_blocks(s, v, block))
+    assert visible(checks.check_online_softmax, answer).startswith("passed: ")
+    assert graded("online_softmax", answer).startswith("passed: ")
+
+
+def every_block_in_one_call(s, v, block):
+    """Blocks padded with -inf, reshaped to (n_blocks, block): one exp sees them all."""
+    n_blocks = -(-len(s) // block)
+    scores = np.full(n_blocks * block, -np.inf)
+    scores[:len(s)] = s
+    scores = scores.reshape(n_blocks, block)
+    values = np.zeros((n_blocks * block, v.shape[-1]))
+    values[:len(s)] = v
+    m_blk = scores.max(axis=1)
+    e = np.exp(scores - m_blk[:, None])
+    l_blk, o_blk = e.sum(axis=1), np.einsum("nb,nbd->nd", e, values.reshape(n_blocks, block, -1))
+    c = np.exp(m_blk - m_blk.max())
+    return (c @ o_blk) / (c @ l_blk)
+
+
+def test_every_block_in_one_exp_call_is_refused_and_the_message_says_why():
+    for said in (visible(checks.check_online_softmax, every_block_in_one_call),
+                 graded("online_softmax", every_block_in_one_call)):
+        assert "every block in one call, even reshaped to (n_blocks, block), is the whole row" \
+            in said and "each exp may see one block" in said, said
+
+
+def through_tiled_attention(s, v, block):
+    q, k = np.ones((1, 1)), np.asarray(s, dtype=float)[:, None]  # q . k = s
+    return mha.tiled.tiled_attention(q, k, v, scale=1.0, block_k=block).out[0]
+
+
+def through_attention(s, v, block):
+    q, k = np.ones((1, 1)), np.asarray(s, dtype=float)[:, None]
+    return mha.attention(q, k, v, scale=1.0)[0][0]
+
+
+@pytest.mark.parametrize("answer, what", [(through_tiled_attention, "mha.tiled.tiled_attention"),
+                                          (through_attention, "mha.reference.attention")])
+def test_an_mha_function_that_does_the_work_breaks_the_online_rule(answer, what):
+    for said in (visible(checks.check_online_softmax, answer),
+                 graded("online_softmax", answer)):
+        assert "the task says do not call mha.tiled.tiled_attention, mha.attention or any other " \
+               "function of mha that does the work" in said, said
+        assert f"your answer calls {what}" in said, said
+
+
+def two_passes_with_math_exp(s, v, block):
+    """The row's maximum first, then math.exp score by score: every exp sees one score, so
+    the stated rule holds (the set's text says the check accepts the two-pass softmax)."""
+    import math
+
+    top = max(float(x) for x in s)
+    total, out = 0.0, np.zeros(v.shape[-1])
+    for j in range(0, len(s), block):
+        for x, row in zip(s[j:j + block], v[j:j + block], strict=True):
+            e = math.exp(float(x) - top)
+            total, out = total + e, out + e * row
+    return out / total
+
+
+def test_the_two_pass_softmax_follows_the_stated_rule_and_the_set_says_so():
+    assert visible(checks.check_online_softmax, two_passes_with_math_exp).startswith("passed: ")
+    assert graded("online_softmax", two_passes_with_math_exp).startswith("passed: ")
+    import json
+    from pathlib import Path
+
+    nb = json.loads((Path(__file__).parents[1] / "course/source/ex09_memory_speed_precision/"
+                     "ex09_memory_speed_precision.ipynb").read_text())
+    text = " ".join("".join(c["source"]).replace("\n", " ") for c in nb["cells"])
+    assert "(the two-pass softmax) follows these rules and passes" in text
+    assert "`(n_blocks, block)`" in text and "`mha.tiled.tiled_attention`" in text
+
+
+def causal_from_positions(t):
+    return mha.masks.mask_from_positions(np.arange(t), np.arange(t))
+
+
+def test_the_causal_mask_from_positions_breaks_the_rule():
+    for said in (visible(checks.check_causal_mask, causal_from_positions),
+                 graded("causal_mask", causal_from_positions)):
+        assert "the task says do not call mha.masks.mask_from_positions" in said, said
+    # an allowed function that calls it (mha.causal_mask in set 08's cache mask) is not blamed
+    assert visible(checks.check_cache_mask, lambda n_cached, n_new: mha.causal_mask(
+        n_cached + n_new)[n_cached:]).startswith("passed: ")
+
+
+def through_sdpa(q, k, v, mask):
+    import torch.nn.functional as F
+
+    w = mha.softmax(np.where(mask, -np.inf, mha.scores(q, k)), axis=-1)
+    q, k, v = (torch.as_tensor(x) for x in (q, k, v))
+    allowed = torch.as_tensor(~np.broadcast_to(mask, w.shape))
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed).numpy(), w
+
+
+def test_masked_attention_through_sdpa_breaks_the_rule():
+    for behaviour in ("values", "broadcast"):
+        for said in (visible(checks.check_masked_attention, through_sdpa, behaviour),
+                     graded("masked_attention", through_sdpa, behaviour)):
+            assert "the task says do not call torch.nn.functional.scaled_dot_product_attention" \
+                in said and "your answer calls torch.nn.functional.scaled_dot_product_attention" \
+                in said, said
+
+
+def torch_masked(q, k, v, mask):
+    q, k, v = (torch.as_tensor(x) for x in (q, k, v))
+    s = (q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5).masked_fill(torch.as_tensor(mask),
+                                                                  -torch.inf)
+    w = torch.softmax(s, -1)
+    return w @ v, w
+
+
+def test_masked_attention_in_torch_without_sdpa_passes():
+    for behaviour in ("values", "broadcast"):
+        assert visible(checks.check_masked_attention, torch_masked, behaviour).startswith("passed")
+        assert graded("masked_attention", torch_masked, behaviour).startswith("passed: ")
+
+
+def split(x, n_heads):
+    return x.reshape(x.shape[0], n_heads, x.shape[1], x.shape[2] // n_heads)
+
+
+def merge(heads):
+    return heads.reshape(heads.shape[0], heads.shape[2], heads.shape[1] * heads.shape[3])
+
+
+def test_the_head_checks_name_the_learners_functions_as_grading_does():
+    for answer, check, task in ((split, checks.check_split_heads, "split_heads"),
+                                (merge, checks.check_merge_heads, "merge_heads")):
+        assert visible(check, answer).startswith(f"{answer.__name__}: heads "), answer
+        assert graded(task, answer, name=answer.__name__).startswith(
+            f"{answer.__name__}: heads "), answer
+    assert visible(checks.check_split_heads, split, None, True).startswith("split: heads ")
+    # the lesson and the package call them split_heads / merge_heads: messages follow the name
+    assert visible(checks.check_split_heads, lambda x, h: split(x, h)).startswith(
+        "split_heads: heads ")

@@ -51,7 +51,9 @@ class Rule:
     whole row, not on a block); such calls are seen wherever their size can be read: Python
     functions by the profile hook, torch's functions and methods (``torch.softmax``,
     ``Tensor.softmax``, ``torch.exp``) by a torch function mode, and NumPy's ufuncs
-    (``("numpy", "exp")``) by a stand-in put at ``numpy.exp`` while the answer runs.
+    (``("numpy", "exp")``) by a stand-in put at ``numpy.exp`` while the answer runs, and at
+    the names the answer's code bound to it before (``from numpy import exp``: ``_Rebinds``);
+    torch calls in threads the answer starts go through the case's function mode too.
     ``max_peak(case)``: bytes the answer may hold at its peak (numbers traced by tracemalloc,
     which sees NumPy's arrays, or the largest tensor a torch call returned), or None.
     ``allowed_mha``: when set, every function of the mha package the answer calls breaks the
@@ -154,9 +156,16 @@ class _Watch:
                 self.by_name.setdefault(fname, []).append((rule, module))
         self.only_mha = [r for r in rules if r.allowed_mha is not None]
         self.hits: list = []
+        self.rebinds: _Rebinds | None = None
 
     def __call__(self, frame, event, arg):
         if event == "call":
+            if self.rebinds is not None and id(frame.f_globals) not in self.rebinds.seen:
+                module = _module_of(frame)
+                top = module.partition(".")[0]
+                if not (_in_package(module, "mha") or top in _PASS_THROUGH
+                        or top in sys.stdlib_module_names):
+                    self.rebinds.namespace(frame.f_globals)
             if self.only_mha:
                 self._mha_call(frame)
             found = self.by_name.get(frame.f_code.co_name)
@@ -229,6 +238,59 @@ class _UfuncStandIn:
         return repr(self._ufunc)
 
 
+class _Rebinds:
+    """Names the answer's own code bound to a watched ufunc before it ran (``from numpy import
+    exp``, ``exp = np.exp``, a default argument, a closure's cell): each is pointed at the
+    stand-in while the answer runs and back afterwards (a name the answer rebinds meanwhile
+    is left as it made it). The answer's globals are swapped before it starts; the globals of
+    other code it calls (a module of its own) when the profile hook first sees a call there."""
+
+    def __init__(self, stand_ins: dict):
+        self.by_id = {id(ufunc): stand_in for ufunc, stand_in in stand_ins.items()}
+        self.seen: set = set()
+        self.undo: list = []  # (restore function)
+
+    def namespace(self, names: dict) -> None:
+        if id(names) in self.seen or not self.by_id:
+            return
+        self.seen.add(id(names))
+        for key, value in list(names.items()):
+            stand_in = self.by_id.get(id(value))
+            if stand_in is not None and isinstance(value, np.ufunc):
+                names[key] = stand_in
+                self.undo.append(lambda d=names, k=key, u=value, s=stand_in: (
+                    d.__setitem__(k, u) if d.get(k) is s else None))
+
+    def function(self, fn) -> None:
+        fn = getattr(fn, "__func__", fn)
+        globals_ = getattr(fn, "__globals__", None)
+        if isinstance(globals_, dict):
+            self.namespace(globals_)
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                stand_in = self.by_id.get(id(cell.cell_contents))
+            except ValueError:  # an empty cell
+                continue
+            if stand_in is not None:
+                value = cell.cell_contents
+                cell.cell_contents = stand_in
+                self.undo.append(lambda c=cell, u=value, s=stand_in: (
+                    setattr(c, "cell_contents", u) if c.cell_contents is s else None))
+        defaults = getattr(fn, "__defaults__", None)
+        if defaults and any(id(d) in self.by_id for d in defaults):
+            fn.__defaults__ = tuple(self.by_id.get(id(d), d) for d in defaults)
+            self.undo.append(lambda f=fn, d=defaults: setattr(f, "__defaults__", d))
+        kwdefaults = getattr(fn, "__kwdefaults__", None)
+        if kwdefaults and any(id(d) in self.by_id for d in kwdefaults.values()):
+            fn.__kwdefaults__ = {k: self.by_id.get(id(d), d) for k, d in kwdefaults.items()}
+            self.undo.append(lambda f=fn, d=kwdefaults: setattr(f, "__kwdefaults__", d))
+
+    def restore(self) -> None:
+        for undo in reversed(self.undo):
+            undo()
+        self.undo.clear()
+
+
 def _ufuncs_to_watch(rules: Sequence[Rule]) -> list:
     names = {fname for r in rules if r.min_size is not None for module, fname in r.calls
              if module == "numpy"}
@@ -249,12 +311,15 @@ def _torch_mode(watch: _Watch | None, sized: bool, peaks: bool):
         largest = 0
 
         def __torch_function__(self, func, types, args=(), kwargs=None):
+            return self.handle(func, args, kwargs, sys._getframe(1))
+
+        def handle(self, func, args, kwargs, caller):
             out = func(*args, **(kwargs or {}))
             if sized and args:
                 name = getattr(func, "__name__", "") or ""
                 module = getattr(func, "__module__", None) or "torch"
                 watch.sized_call(name, module if module.startswith("torch") else "torch",
-                                 args[0], sys._getframe(1))
+                                 args[0], caller)
             if peaks:
                 for t in (out if isinstance(out, (tuple, list)) else (out,)):
                     if isinstance(t, torch.Tensor):
@@ -266,12 +331,37 @@ def _torch_mode(watch: _Watch | None, sized: bool, peaks: bool):
     return Mode()
 
 
-# The watch of the case being recorded, for threads the answer starts (a thread pool started
-# in the answer cell and reused keeps this hook, which always reports to the current watch).
+# The watch and torch function mode of the case being recorded, for threads the answer starts
+# (a thread pool started in the answer cell and reused keeps this hook and this mode, which
+# always report to the current ones).
 _CURRENT: list = [None]
+_CURRENT_MODE: list = [None]
+
+
+def _forwarding_mode():
+    """A torch function mode for a thread the answer starts (torch's modes belong to the
+    thread that entered them): it hands each call to the current case's mode, if any."""
+    from torch.overrides import TorchFunctionMode
+
+    class Forward(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            mode = _CURRENT_MODE[0]
+            if mode is None:
+                return func(*args, **(kwargs or {}))
+            return mode.handle(func, args, kwargs, sys._getframe(1))
+
+    return Forward()
+
+
+_THREAD = threading.local()
 
 
 def _thread_hook(frame, event, arg):
+    if _CURRENT_MODE[0] is not None and not getattr(_THREAD, "forwarding", False):
+        # the first event of a thread the answer started: torch's calls there go through a
+        # mode that hands them to the current case's (left on the thread's mode stack)
+        _THREAD.forwarding = True
+        _forwarding_mode().__enter__()
     watch = _CURRENT[0]
     if watch is not None:
         watch(frame, event, arg)
@@ -325,6 +415,8 @@ def observe(task: Task, answer, case: Case, catch_interrupts: bool = False) -> O
     sized = watch is not None and any(r.min_size is not None for r in call_rules)
     mode = _torch_mode(watch, sized, bool(peak_rules))
     ufuncs = _ufuncs_to_watch(call_rules) if watch is not None else []
+    stand_ins = {getattr(np, name): _UfuncStandIn(getattr(np, name), watch) for name in ufuncs}
+    rebinds = _Rebinds(stand_ins) if stand_ins else None
     obs = Observation()
     tracing = False
     old_profile = sys.getprofile()
@@ -340,11 +432,20 @@ def observe(task: Task, answer, case: Case, catch_interrupts: bool = False) -> O
                 tracemalloc.reset_peak()
             if watch is not None:  # threads the answer starts are watched too
                 _CURRENT[0] = watch
+                _CURRENT_MODE[0] = mode
                 threading.setprofile(_thread_hook)
                 for name, start in _START_NEW_THREAD.items():
                     setattr(_thread, name, _watched_start(start))
                 for name, ufunc in old_ufuncs.items():
-                    setattr(np, name, _UfuncStandIn(ufunc, watch))
+                    setattr(np, name, stand_ins[ufunc])
+                if rebinds is not None:  # `from numpy import exp` run before the answer
+                    watch.rebinds = rebinds
+                    try:
+                        for fn in (getattr(answer, "func", None), answer,  # functools.partial
+                                   type(answer).__dict__.get("__call__")):  # a callable object
+                            rebinds.function(fn)
+                    except Exception:  # an odd callable: its calls still meet numpy.exp's
+                        pass
                 sys.setprofile(watch)
             try:
                 if mode is not None:
@@ -360,7 +461,10 @@ def observe(task: Task, answer, case: Case, catch_interrupts: bool = False) -> O
                         setattr(_thread, name, start)
                     for name, ufunc in old_ufuncs.items():
                         setattr(np, name, ufunc)
+                    if rebinds is not None:
+                        rebinds.restore()
                     _CURRENT[0] = None
+                    _CURRENT_MODE[0] = None
             if peak_rules:
                 peak = max(tracemalloc.get_traced_memory()[1],
                            mode.largest if mode is not None else 0)

@@ -56,7 +56,11 @@ def _no_python_list(got):
 
 # Messages name the learner's function: ``causal`` in set 04, ``causal_mask`` in lesson 00.
 CAUSAL = Task("causal_mask", causal_mask, CAUSAL_CASES, CAUSAL_MISTAKES, prepare=_no_python_list,
-              rules=(Rule("do not call mha.causal_mask", calls=(("mha", "causal_mask"),)),),
+              rules=(Rule("do not call mha.causal_mask", calls=(("mha", "causal_mask"),)),
+                     # the function causal_mask calls: the same mask from the positions
+                     Rule("do not call mha.masks.mask_from_positions either (it builds the "
+                          "causal mask from the positions)",
+                          calls=(("mha", "mask_from_positions"),))),
               says_answer_name=True)
 
 
@@ -218,7 +222,12 @@ MASKED = Task("masked_attention", lambda q, k, v, m: attention(q, k, v, mask=m),
               MASKED_MISTAKES, prepare=_output_and_weights,
               rules=(Rule("do not call mha.attention or any other function of mha that computes "
                           "attention (mha.softmax, mha.scores and mha.masks are allowed)",
-                          calls=(("mha", "attention"),), allowed_mha=ALLOWED_IN_MASKED),))
+                          calls=(("mha", "attention"),), allowed_mha=ALLOWED_IN_MASKED),
+                     # PyTorch's fused attention takes the mask and does the rest
+                     Rule("do not call torch.nn.functional.scaled_dot_product_attention (SDPA): "
+                          "it applies the mask and does the attention for you",
+                          calls=(("torch", "scaled_dot_product_attention"),),
+                          detail="calls torch.nn.functional.scaled_dot_product_attention"),))
 
 
 def check_masked_attention(answer, behaviour: str | None = None) -> str:

@@ -89,6 +89,12 @@ _TORCH_SOFTMAXES = tuple(("torch", name) for name in (
     "softmax", "log_softmax", "special_softmax", "special_log_softmax", "_softmax",
     "_log_softmax"))
 
+# The package's softmax (on one block; the rule above refuses it on the whole row) and its
+# small helpers; not tiled_attention, attention, the layers or anything else that computes
+# the softmax's read-out for the answer.
+ALLOWED_IN_ONLINE = ("mha.reference.softmax", "mha.reference._", "mha._checks.", "mha._wrap.",
+                     "mha.__getattr__", "mha.source.")
+
 ONLINE = Task("online_softmax", _reference, ONLINE_CASES, ONLINE_MISTAKES, rules=(
     # torch.softmax, Tensor.softmax and F.softmax alike (a torch function mode sees their
     # arguments), scipy's and the package's
@@ -98,12 +104,23 @@ ONLINE = Task("online_softmax", _reference, ONLINE_CASES, ONLINE_MISTAKES, rules
                 *_TORCH_SOFTMAXES),
          min_size=_whole_row, detail="calls {name} on every score of the row at once"),
     # the same softmax written by hand, np.exp(s - s.max()) / its sum: no block-wise answer
-    # takes exp of a whole row's scores at once (np.exp at the time of the call, not a name
-    # bound earlier: docs/TEACHING.md)
+    # takes exp of a whole row's scores at once (np.exp under any name the answer's code
+    # bound it to, `from numpy import exp` too: docs/TEACHING.md). Every block's scores
+    # reshaped to (n_blocks, block) and taken exp of in one call is refused as well: the
+    # task asks for one block at a time, as a tile of tiled attention holds one block of keys.
     Rule("work one block at a time and do not compute the softmax on the whole row",
          calls=(("numpy", "exp"), ("numpy", "exp2"), ("torch", "exp"), ("torch", "exp_"),
                 ("torch", "exp2"), ("torch", "special_exp2")),
-         min_size=_whole_row, detail="takes {name} of every score of the row at once"),
+         min_size=_whole_row,
+         detail="takes {name} of every score of the row at once (every block in one call, "
+                "even reshaped to (n_blocks, block), is the whole row: each exp may see one "
+                "block, as a tile of tiled attention holds one block of keys)"),
+    # a function of the package that does the work: tiled_attention is this very loop. Seen
+    # by the profile hook only (no names for grading's reading of the code: a self-test in
+    # the answer cell that compares with mha.attention is no call of the answer's)
+    Rule("do not call mha.tiled.tiled_attention, mha.attention or any other function of mha "
+         "that does the work (mha.softmax on one block is allowed)",
+         allowed_mha=ALLOWED_IN_ONLINE, detail="calls {name}"),
 ))
 
 
