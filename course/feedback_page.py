@@ -181,8 +181,6 @@ def plain_links(page: str) -> str:
     return str(soup)
 
 
-
-
 class FeedbackExporter(HTMLExporter):
     """The HTML exporter of the feedback pages (see the module's docstring)."""
 
