@@ -20,7 +20,9 @@ frame whose ``<base>`` is the file's download URL, so any link (an in-page ancho
 lesson's relative link, a web address) navigates the frame to a page that refuses to be
 framed, and the feedback goes blank. Each link becomes its text (``plain_links``). The cells
 that open the notebook on Colab or Binder and install the package there (tagged
-``launch-header`` / ``launch-install``) are left out: feedback is read, not run.
+``launch-header`` / ``launch-install``) are left out: feedback is read, not run; the intro's
+"First run the two code cells below: the install cell ..." then names the imports only
+(course/class_copy.py).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import html
 import os
 import re
 
+from class_copy import LAUNCH_TAGS, without_launch_cells  # noqa: F401 (LAUNCH_TAGS: tests)
 from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool, default
@@ -178,11 +181,6 @@ def plain_links(page: str) -> str:
     return str(soup)
 
 
-# The cells that open the notebook on Colab or Binder and install the package there: a
-# student's feedback is read, not run, so they are left out of the page.
-LAUNCH_TAGS = {"launch-header", "launch-install"}
-
-
 class FeedbackExporter(HTMLExporter):
     """The HTML exporter of the feedback pages (see the module's docstring)."""
 
@@ -204,8 +202,6 @@ class FeedbackExporter(HTMLExporter):
         return c
 
     def from_notebook_node(self, nb, resources=None, **kw):
-        nb = copy.deepcopy(nb)
-        nb.cells = [cell for cell in nb.cells if not LAUNCH_TAGS & set(
-            cell.get("metadata", {}).get("tags", []))]
+        nb = without_launch_cells(copy.deepcopy(nb))  # feedback is read, not run
         page, resources = super().from_notebook_node(nb, resources, **kw)
         return plain_links(page), resources

@@ -125,7 +125,13 @@ class KernelLanguageInfo(Preprocessor):
         return nb, resources
 
 
-c.GenerateAssignment.preprocessors = [*GenerateAssignment.class_traits()["preprocessors"].default(),
+# On the class hub (classroom/nbgrader_config.py turns it on), the released set leaves out the
+# Colab/Binder line and the install cell, and its intro names the imports only (class_copy.py).
+# First, so nbgrader locks, checksums and saves the cells the students get. Off elsewhere.
+from class_copy import ClassHubCopy  # noqa: E402
+
+c.GenerateAssignment.preprocessors = [ClassHubCopy,
+                                      *GenerateAssignment.class_traits()["preprocessors"].default(),
                                       KernelLanguageInfo]
 
 # The export CSV gets a needs_review column (the reasons grading flagged a submission).

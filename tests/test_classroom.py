@@ -314,6 +314,69 @@ def test_autograde_takes_seconds_per_submission(classroom):
     assert classroom["per_submission"] < 30
 
 
+def test_the_feedback_says_to_run_the_imports_not_an_install_cell(classroom):
+    """The page leaves out the install cell, so its intro must not ask to run it
+    (course/class_copy.py; these sets were released with their launch cells)."""
+    import html
+
+    for student, assignment in classroom["expected"]:
+        if student == "empty_notebook":
+            continue
+        path = classroom["course"] / "feedback" / student / assignment / f"{assignment}.html"
+        text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", path.read_text())).split())
+        assert "install cell" not in text and "Install the course package" not in text, path
+        assert "First run the code cell below: the imports." in text, path
+
+
+# -- the class hub's release: without the cells that launch a set elsewhere ------------------
+
+def test_the_class_hubs_release_leaves_out_the_launch_cells_and_grades_in_full(
+        tmp_path, monkeypatch):
+    """The walkthrough: the sets released on the hub showed the Colab/Binder line and the
+    install cell. The hub's nbgrader settings (classroom/nbgrader_config.py, which `make
+    class-env` puts in the class environment's etc/jupyter, here on JUPYTER_CONFIG_PATH) turn on
+    course/class_copy.py's ClassHubCopy: generate_assignment leaves both cells out before it
+    computes checksums, and the intro asks to run the imports only. A right answer handed in
+    from that copy is graded in full, with nothing flagged (no locked cell seen as edited)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import generate_exercises
+
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    shutil.copy(ROOT / "classroom" / "nbgrader_config.py", etc / "nbgrader_config.py")
+    monkeypatch.setenv("JUPYTER_CONFIG_PATH", str(etc))
+    monkeypatch.setenv("MHA_CLASS_EXCHANGE", str(tmp_path / "exchange"))
+    course, submitted = tmp_path / "course", tmp_path / "submissions"
+    shutil.copytree(ROOT / "course" / "source", course / "source")
+    for module in (ROOT / "course").glob("*.py"):
+        shutil.copy(module, course / module.name)
+    generate_exercises.run_nbgrader(["generate_assignment", M, "--force"], course)
+
+    released = nbformat.read(course / "release" / M / f"{M}.ipynb", 4)
+    tags = [t for c in released.cells for t in c.metadata.get("tags", [])]
+    assert "launch-header" not in tags and "launch-install" not in tags
+    text = "\n".join(c.source for c in released.cells)
+    for word in ("colab.research.google.com", "mybinder.org", "MHA_INSTALL_FROM", "install cell"):
+        assert word not in text, word
+    assert "First run the code cell below: the imports." in released.cells[0].source
+    source = nbformat.read(course / "source" / M / f"{M}.ipynb", 4)
+    assert len(released.cells) == len(source.cells) - 2  # course/source itself is unchanged
+    assert "MHA_INSTALL_FROM" in "".join(c.source for c in source.cells)
+
+    folder = submitted / "hub_student" / M
+    folder.mkdir(parents=True)
+    nbformat.write(submission(course, course / "release" / M, M), folder / f"{M}.ipynb")
+    make("course-collect", course, SUBMISSIONS=submitted)
+    make("course-autograde", course)
+    make("course-feedback", course)
+    make("course-export", course, GRADES_CSV=tmp_path / "grades.csv")
+    with open(tmp_path / "grades.csv", newline="") as f:
+        (row,) = list(csv.DictReader(f))
+    assert float(row["score"]) == 7 and not row.get("needs_review"), row
+    page = (course / "feedback" / "hub_student" / M / f"{M}.html").read_text()
+    assert "install cell" not in page and "First run the code cell below: the imports." in page
+
+
 # -- submissions downloaded from an LMS: nbgrader zip_collect ---------------------------------
 
 def released_course(tmp: Path) -> Path:

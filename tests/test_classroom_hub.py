@@ -395,6 +395,7 @@ def work_on_it(student: Person, replace: dict, fetch: bool = True) -> dict:
     r = student.get(f"api/contents/{path}", params={"content": 1})
     assert r.status_code == 200, r.text[:300]
     model = r.json()
+    as_fetched = json.loads(json.dumps(model["content"]))
     model["content"] = answered(model["content"], replace)
     r = student.put(f"api/contents/{path}", {"type": "notebook", "format": "json",
                                              "content": model["content"]})
@@ -403,7 +404,8 @@ def work_on_it(student: Person, replace: dict, fetch: bool = True) -> dict:
     assert r.status_code == 200, r.text[:300]
     validation = r.json()
     submitted = entry(student.action("submit"), "submitted")
-    return {"path": path, "validation": validation, "submitted": submitted}
+    return {"path": path, "validation": validation, "submitted": submitted,
+            "fetched": as_fetched}
 
 
 @pytest.fixture(scope="module")
@@ -469,6 +471,18 @@ def test_the_fetched_notebook_lives_in_the_students_home(hub_class):
     for student, work in hub_class["work"].items():
         path = Path("/home", student, work["path"])
         assert path.is_file() and path.stat().st_uid == hub_class["room"].uids[student], path
+
+
+def test_the_fetched_set_has_no_launch_cells_and_asks_to_run_the_imports_only(hub_class):
+    """The walkthrough: the set released on the hub showed the Colab/Binder line and the
+    install cell (classroom/nbgrader_config.py turns on course/class_copy.py's ClassHubCopy)."""
+    for student, work in hub_class["work"].items():
+        cells = work["fetched"]["cells"]
+        tags = {t for c in cells for t in c["metadata"].get("tags", [])}
+        assert not tags & {"launch-header", "launch-install"}, student
+        text = "\n".join("".join(c["source"]) for c in cells)
+        assert "colab.research.google.com" not in text and "install cell" not in text, student
+        assert "First run the code cell below: the imports." in text, student
 
 
 def test_validation_passes_only_the_correct_notebook(hub_class):

@@ -334,3 +334,10 @@ def test_the_formgraders_submission_page_shows_the_math_as_mathml(flow):
 
 def test_no_screen_requests_anything_outside_the_machine(flow):
     assert flow["teacher_outside"] == [] and flow["learner_outside"] == []
+
+
+def test_the_feedback_page_asks_to_run_the_imports_not_an_install_cell(flow):
+    """On the hub the set has no install cell (course/class_copy.py): neither has its page."""
+    text = " ".join(flow["page"].split())
+    assert "First run the code cell below: the imports." in text
+    assert "install cell" not in text and "Open in Colab" not in text

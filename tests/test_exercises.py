@@ -68,6 +68,53 @@ def test_every_graded_cell_fails_on_the_untouched_stub(name):
                                                           errs[0]["evalue"])
 
 
+STUB_LINE = "Not attempted yet: this cell still has the line `raise NotImplementedError()`"
+
+
+def shown(output) -> str:
+    """What JupyterLab shows of an error output: its traceback lines (ANSI colours removed)."""
+    return re.sub(r"\x1b\[[0-9;]*m", "", "\n".join(output["traceback"]))
+
+
+def test_an_untouched_prediction_shows_one_line_that_says_what_to_do_not_a_traceback():
+    """The walkthrough: running an unanswered prediction showed a raw NotImplementedError
+    traceback in JupyterLab, while its test cell said "not attempted yet" in one line. Once
+    `from mha import checks` ran (each set's setup cell), the stub's error output shows one
+    line; it is still an error named NotImplementedError (raises-exception, nbgrader)."""
+    stubs = 0
+    for name in SETS:
+        for cell in executed(STUDENT / f"{name}.ipynb").cells:
+            if cell.cell_type != "code" or not nbgrader_meta(cell).get("solution") or \
+                    "raise NotImplementedError()" not in cell.source.splitlines():
+                continue  # not a stub at the cell's top level (a prediction): runs quietly
+            stubs += 1
+            (err,) = errors(cell)
+            assert err["ename"] == "NotImplementedError", err["ename"]
+            text = shown(err)
+            assert " ".join(text.split()).startswith(STUB_LINE), (name, text)
+            assert "Traceback" not in text and "File " not in text, (name, text)
+            assert len(text.splitlines()) <= 2, text  # one sentence, wrapped at 100
+    assert stubs >= 10, stubs  # 23 when this test was written
+
+
+def test_a_stub_called_from_a_cell_is_one_line_and_other_not_implemented_errors_keep_theirs():
+    cells = ["from mha import checks",
+             "def read_out(w, v):\n    # YOUR CODE HERE\n    raise NotImplementedError()",
+             "read_out(1, 2)",
+             "raise NotImplementedError('not for sparse tensors')",  # a message: not a stub
+             "import numbers\nnumbers.Complex.__abs__(None)",  # bare, raised in a module
+             "def f():\n    x = 1; raise NotImplementedError()\nf()"]  # not the stub's line
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=60).execute()
+    called, message, module, inline = (errors(c)[0] for c in nb.cells[2:])
+    assert " ".join(shown(called).split()) == (
+        "Not attempted yet: read_out still has the line `raise NotImplementedError()`; "
+        "replace it with your code, run its cell, then run this cell again.")
+    for err in (message, module, inline):
+        assert err["ename"] == "NotImplementedError"
+        assert "Not attempted" not in shown(err) and len(err["traceback"]) > 1, shown(err)
+
+
 @pytest.mark.parametrize("name", SETS)
 def test_every_graded_cell_passes_on_the_solution(name):
     nb = executed(ROOT / "course" / "source" / name / f"{name}.ipynb")

@@ -231,3 +231,54 @@ def test_every_sets_launch_cells_carry_the_tags_the_page_leaves_out():
                   or "MHA_INSTALL_FROM" in c.source]
         assert launch and all(LAUNCH_TAGS & set(c.metadata.get("tags", [])) for c in launch), \
             path.name
+
+
+# -- the intro's "First run the two code cells below: the install cell ..." (course/class_copy.py)
+
+SETS = sorted((COURSE.parent / "notebooks" / "exercises").glob("ex*.ipynb"))
+SOURCES = sorted((COURSE / "source").glob("ex*/ex*.ipynb"))
+
+
+def intro_of(nb) -> str:
+    return next(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+@pytest.mark.parametrize("path", SETS + SOURCES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_sets_intro_says_once_to_run_the_install_cell_in_words_class_copy_rewrites(path):
+    """All ten sets, released and source: if the sentence is reworded, the class hub's copy and
+    the feedback page would keep telling students to run an install cell they do not have."""
+    from class_copy import RUN_FIRST
+
+    nb = nbformat.read(path, as_version=4)
+    assert len(RUN_FIRST.findall(intro_of(nb))) == 1, intro_of(nb)
+    assert sum(len(RUN_FIRST.findall(c.source)) for c in nb.cells) == 1
+
+
+@pytest.mark.parametrize("path", SETS, ids=lambda p: p.name)
+def test_without_the_launch_cells_no_cell_mentions_an_install_cell_or_a_launch(path):
+    from class_copy import RUN_FIRST_HERE, without_launch_cells
+
+    nb = nbformat.read(path, as_version=4)
+    before = len(nb.cells)
+    nb = without_launch_cells(nb)
+    assert len(nb.cells) == before - 2
+    assert RUN_FIRST_HERE in intro_of(nb)
+    text = "\n".join(c.source for c in nb.cells)
+    for word in ("install cell", "colab.research.google.com", "mybinder.org", "MHA_INSTALL_FROM"):
+        assert word not in text, word
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert "from mha import checks" in first_code.source  # "the code cell below: the imports"
+
+
+def test_the_page_of_a_set_with_launch_cells_says_to_run_the_imports_only():
+    """The walkthrough: the page left the install cell out but its intro still said "First run
+    the two code cells below: the install cell ...". Rendered from a released set as it is
+    outside the hub (both launch cells present)."""
+    from class_copy import RUN_FIRST_HERE
+
+    nb = nbformat.read(COURSE.parent / "notebooks" / "exercises" / "ex04_masks.ipynb", 4)
+    page, _ = FeedbackExporter().from_notebook_node(nb)
+    text = " ".join(re.sub(r"<[^>]+>", " ", page).split())
+    assert "install cell" not in text and "two code cells" not in text
+    assert RUN_FIRST_HERE in text
+    assert "Install the course package" not in text and "Open in Colab" not in text

@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 COURSE = ROOT / "course"
 EXERCISES = ROOT / "notebooks" / "exercises"
-COURSE_FILES = ("nbgrader_config.py", "lms_collectors.py", "mha_grading.py", "feedback_page.py")
+COURSE_FILES = ("nbgrader_config.py", "lms_collectors.py", "mha_grading.py", "feedback_page.py",
+                "class_copy.py")
 
 
 def nbgrader_env() -> dict:

@@ -10,7 +10,8 @@ first case that differs (input, expected, got); an answer that still raises
 the same for a predicted value, by key (``"ex03.weights_dk64"``).
 
 In IPython (a notebook) a failed check, or any failed ``assert`` once this
-module is imported, shows its message only, without a traceback. A passing check's
+module is imported, shows its message only, without a traceback; so does an untouched
+stub (a cell's ``raise NotImplementedError()``), as one line that says what to do. A passing check's
 line is printed once (the returned :class:`~mha.checks._core.Passed` string is not
 echoed again as ``Out``).
 
@@ -24,6 +25,7 @@ re-executes every submodule too. Nothing in the package imports this module.
 from __future__ import annotations
 
 import importlib
+import linecache
 import sys
 
 from .._wrap import wrap_for_display
@@ -98,23 +100,63 @@ def check_answer(key: str, value) -> str:
 
 
 def _show_message_only(shell, etype, value, tb, tb_offset=None):
-    """IPython handler: a failed check or assert shows its message, not a traceback.
+    """IPython handler: a failed check or assert shows its message, not a traceback; an
+    untouched exercise stub shows one line that says what to do (:func:`_untouched_stub`).
 
     It covers every ``AssertionError`` of the notebook that imported this module, so a
     graded cell's hidden asserts show what failed but never their source lines. The shown
     text is wrapped between words (:func:`mha._wrap.wrap_for_display`); the exception and
-    its message stay as raised.
+    its message stay as raised. A ``NotImplementedError`` stays an error output named
+    ``NotImplementedError`` (a cell tagged ``raises-exception`` still raises; nbgrader still
+    marks the cell failed); only what JupyterLab shows, the traceback, is the one line.
+    Any other ``NotImplementedError`` gets IPython's usual traceback.
     """
-    stb = [wrap_for_display(f"{etype.__name__}: {value}")]
+    if not issubclass(etype, AssertionError):  # a NotImplementedError: the stub's line?
+        message = _untouched_stub(shell, etype, value, tb)
+        if message is None:  # raised by anything else: IPython's own traceback
+            shell.showtraceback((etype, value, tb), tb_offset=tb_offset,
+                                running_compiled_code=True)
+            return None
+        stb = [wrap_for_display(message)]
+    else:
+        stb = [wrap_for_display(f"{etype.__name__}: {value}")]
     shell._showtraceback(etype, value, stb)  # an error output, as nbgrader expects
     return stb
+
+
+# the line nbgrader's generate_assignment puts in every answer cell (its `code_stub`)
+STUB_LINES = ("raise NotImplementedError()", "raise NotImplementedError")
+
+
+def _untouched_stub(shell, etype, value, tb) -> str | None:
+    """The one line to show when ``value`` comes from an exercise's stub: a bare
+    ``NotImplementedError`` raised by the line ``raise NotImplementedError()`` of a notebook
+    cell, at its top level (a prediction) or in a function defined there (an answer someone
+    called). ``None`` for any other ``NotImplementedError`` (one with a message, or raised in
+    a module, e.g. by a library), which keeps its traceback."""
+    if etype is not NotImplementedError or value.args or tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    cell_name = getattr(getattr(shell, "compile", None), "format_code_name", None)
+    if cell_name is None or cell_name(code.co_filename) is None:  # not a cell of this kernel
+        return None
+    line = linecache.getline(code.co_filename, tb.tb_lineno).split("#")[0].strip()
+    if line not in STUB_LINES:
+        return None
+    if code.co_name == "<module>":
+        return ("Not attempted yet: this cell still has the line `raise NotImplementedError()`; "
+                "replace it with your answer, then run the cell again.")
+    return (f"Not attempted yet: {code.co_name} still has the line `raise NotImplementedError()`; "
+            "replace it with your code, run its cell, then run this cell again.")
 
 
 def _install_ipython_handler() -> None:
     ipython = sys.modules.get("IPython")
     shell = ipython.get_ipython() if ipython is not None else None
     if shell is not None and hasattr(shell, "set_custom_exc"):
-        shell.set_custom_exc((AssertionError,), _show_message_only)
+        shell.set_custom_exc((AssertionError, NotImplementedError), _show_message_only)
 
 
 _install_ipython_handler()
