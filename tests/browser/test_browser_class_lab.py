@@ -114,8 +114,10 @@ def class_notebooks(folder: Path) -> None:
     (feedback / "ex01_weighted_sum.html").write_text(html)
 
 
-def start_lab(tmp: Path, who: str):
-    """JupyterLab as the class environment runs it for ``who`` (student or instructor)."""
+def start_lab(tmp: Path, who: str, course: bool = False):
+    """JupyterLab as the class environment runs it for ``who`` (student or instructor); with
+    ``course``, serving a copy of course/ (the sets' sources, its nbgrader config) with an
+    exchange of its own, for the Formgrader."""
     env_dir = tmp / "env"
     ext = env_dir / "share" / "jupyter" / "labextensions" / "@jupyter" / "nbgrader"
     shutil.copytree(NBGRADER_EXT, ext)
@@ -135,9 +137,20 @@ def start_lab(tmp: Path, who: str):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
     home = tmp / "home"
-    home.mkdir()
-    class_notebooks(home)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), MPLBACKEND="agg")
+    if course:
+        home.mkdir()
+        for name in ("nbgrader_config.py", "feedback_page.py", "mha_grading.py",
+                     "lms_collectors.py"):
+            shutil.copy(ROOT / "course" / name, home / name)
+        shutil.copytree(ROOT / "course" / "source", home / "source")
+        (tmp / "exchange").mkdir()
+        (config / "nbgrader_config.py").write_text(
+            f"c.Exchange.root = {str(tmp / 'exchange')!r}\n")
+    else:
+        home.mkdir()
+        class_notebooks(home)
+    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), MPLBACKEND="agg",
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     for name in ("JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
         (tmp / name).mkdir()
         env[name] = str(tmp / name)
@@ -242,3 +255,74 @@ def test_validate_shows_on_exercise_sets_and_for_instructors(chromium, lab, note
         context.close()
     expected = set_ or who == "instructor"
     assert shown == (1 if expected else 0), f"{who}: Validate shown {shown} time(s) on {notebook}"
+
+
+@pytest.fixture(scope="module")
+def course_lab(tmp_path_factory):
+    """The instructor's JupyterLab on a copy of course/: the Formgrader lists the ten sets."""
+    proc, base, token, log = start_lab(tmp_path_factory.mktemp("course"), "instructor",
+                                       course=True)
+    try:
+        yield "instructor", base, token
+    finally:
+        stop_lab(proc, base, token)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def formgrader_sheet(tmp_path_factory):
+    """nbgrader's Formgrader stylesheet as class_env.py leaves it in the class environment."""
+    env = tmp_path_factory.mktemp("sheet")
+    sheet = (env / "lib" / "python3.11" / "site-packages" / "nbgrader" / "server_extensions"
+             / "formgrader" / "static" / "css" / "nbgrader.css")
+    sheet.parent.mkdir(parents=True)
+    shutil.copy(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "static"
+                / "css" / "nbgrader.css", sheet)
+    class_env.formgrader_tables_fit(env)
+    return sheet.read_text()
+
+
+# The Formgrader's page in its tab: its width, and each table's width, right edge and box, and
+# every action link of the table past the tab's right edge.
+FORMGRADER_TABLES = """() => ({page: document.documentElement.clientWidth,
+    pageScroll: document.documentElement.scrollWidth,
+    tables: [...document.querySelectorAll('table')].map(t => {
+        const box = t.closest('.dataTables_wrapper') || t.parentElement;
+        const r = t.getBoundingClientRect();
+        return {width: Math.round(r.width), right: Math.round(r.right), top: Math.round(r.top),
+                box: box.clientWidth};
+    }),
+    outside: [...document.querySelectorAll('td a')].filter(a =>
+        a.getBoundingClientRect().right > document.documentElement.clientWidth + 1).length})"""
+
+
+@pytest.mark.parametrize("width,height", [(1024, 768), (1440, 900)])
+def test_manage_assignments_fits_the_formgrader_tab(chromium, course_lab, formgrader_sheet,
+                                                    width, height):
+    """At 1024 x 768 nbgrader stacked its logo, headings and menu above a table 864 px wide in
+    a 664 px box; at 1440, the ten sets' long names made it 864 px in an 804 px box."""
+    context, page = open_in_lab(chromium, course_lab, "nbgrader_config.py", width, height)
+    page.route("**/formgrader/static/css/nbgrader.css*", lambda route: route.fulfill(
+        status=200, content_type="text/css", body=formgrader_sheet))
+    try:
+        page.reload()
+        page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
+        page.wait_for_timeout(1000)
+        page.click(".lm-MenuBar-itemLabel:text-is('Nbgrader')")
+        page.click(".lm-Menu-itemLabel:text-is('Formgrader')")
+        deadline = time.monotonic() + 60
+        while not [f for f in page.frames if "/formgrader" in f.url]:
+            assert time.monotonic() < deadline, "no Formgrader frame"
+            page.wait_for_timeout(200)
+        frame = [f for f in page.frames if "/formgrader" in f.url][0]
+        frame.wait_for_selector("td.name", timeout=60_000)
+        page.wait_for_timeout(500)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"formgrader-{width}.png"))
+        seen = frame.evaluate(FORMGRADER_TABLES)
+    finally:
+        context.close()
+    assert seen["pageScroll"] <= seen["page"], seen
+    assert seen["tables"] and seen["outside"] == 0, seen
+    for table in seen["tables"]:
+        assert table["width"] <= table["box"] + 1 and table["right"] <= seen["page"] + 1, seen
