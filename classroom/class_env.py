@@ -16,9 +16,13 @@ PREFIX/env    a venv made from /usr/bin/python3 (not pyenv's, which lives under 
                                                       classroom/register_students.py,
                                                       tools/course_autograde.py,
                                                       tools/course_collect.py
-              nbgrader's lab extension: "(view feedback)" opens the page, "Fetch" and
-              "Fetch Feedback" refresh the file browser when done (marked edits)
+              nbgrader's lab extension: "(view feedback)" opens the page and leaves the
+              file browser where it was, "Fetch" and "Fetch Feedback" refresh the file
+              browser when done, "Validate" shows on a student's exercise sets only
+              (marked edits)
               nbgrader's formgrader/static/css/nbgrader.css: classroom/formgrader-tables.css
+              jupyter_server's static/custom/custom.css: classroom/notebook-outputs.css
+              (outputs wrap between words; the configs turn LabApp.custom_css on)
 PREFIX/proxy  configurable-http-proxy from npm.
 
 Cached: each step runs only when what it installs changed (a content hash of its inputs
