@@ -170,7 +170,8 @@ def start_lab(tmp: Path, who: str, course: bool = False):
     while _status(f"{base}/api/status?token={token}") != 200:
         if proc.poll() is not None or time.monotonic() > deadline:
             stop_lab(proc, base, token)
-            pytest.fail("JupyterLab did not start:\n" + (tmp / "jupyterlab.log").read_text()[-3000:])
+            pytest.fail("JupyterLab did not start:\n"
+                        + (tmp / "jupyterlab.log").read_text()[-3000:])
         time.sleep(0.25)
     return proc, base, token, log
 
