@@ -176,14 +176,23 @@ def start_lab(tmp: Path, who: str, course: bool = False):
     return proc, base, token, log
 
 
-@pytest.fixture(scope="module", params=["student", "instructor"])
-def lab(request, tmp_path_factory):
-    proc, base, token, log = start_lab(tmp_path_factory.mktemp(request.param), request.param)
+def _lab(tmp_path_factory, who):
+    proc, base, token, log = start_lab(tmp_path_factory.mktemp(who), who)
     try:
-        yield request.param, base, token
+        yield who, base, token
     finally:
         stop_lab(proc, base, token)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def student_lab(tmp_path_factory):
+    yield from _lab(tmp_path_factory, "student")
+
+
+@pytest.fixture(scope="module")
+def instructor_lab(tmp_path_factory):
+    yield from _lab(tmp_path_factory, "instructor")
 
 
 def open_in_lab(chromium, lab, path, width, height):
@@ -197,10 +206,10 @@ def open_in_lab(chromium, lab, path, width, height):
 
 
 @pytest.mark.parametrize("width,height", [(1024, 768), (1440, 900)])
-def test_a_checks_message_wraps_between_words_in_the_notebook(chromium, lab, width, height):
-    if lab[0] != "student":
-        pytest.skip("the same custom.css for both; the student's is the one seen")
-    context, page = open_in_lab(chromium, lab, "ex01/ex01_weighted_sum.ipynb", width, height)
+def test_a_checks_message_wraps_between_words_in_the_notebook(chromium, student_lab, width,
+                                                              height):
+    context, page = open_in_lab(chromium, student_lab, "ex01/ex01_weighted_sum.ipynb", width,
+                                height)
     try:
         page.wait_for_selector(".jp-OutputArea-output pre", timeout=60_000)
         page.wait_for_timeout(500)
@@ -216,11 +225,9 @@ def test_a_checks_message_wraps_between_words_in_the_notebook(chromium, lab, wid
 
 
 @pytest.mark.parametrize("width,height", [(1024, 768), (1440, 900)])
-def test_the_feedback_page_wraps_between_words_in_jupyterlabs_viewer(chromium, lab, width,
-                                                                     height):
-    if lab[0] != "student":
-        pytest.skip("students read feedback")
-    context, page = open_in_lab(chromium, lab, "ex01/feedback/ex01_weighted_sum.html",
+def test_the_feedback_page_wraps_between_words_in_jupyterlabs_viewer(chromium, student_lab,
+                                                                     width, height):
+    context, page = open_in_lab(chromium, student_lab, "ex01/feedback/ex01_weighted_sum.html",
                                 width, height)
     try:
         frame = page.frame_locator("iframe[sandbox]").first
@@ -240,10 +247,12 @@ def test_the_feedback_page_wraps_between_words_in_jupyterlabs_viewer(chromium, l
 VALIDATE = ".jp-NotebookPanel:not(.lm-mod-hidden) .validate-button"
 
 
+@pytest.mark.parametrize("who", ["student", "instructor"])
 @pytest.mark.parametrize("notebook,set_", [("00_start_here.ipynb", False),
                                            ("ex01/ex01_weighted_sum.ipynb", True)])
-def test_validate_shows_on_exercise_sets_and_for_instructors(chromium, lab, notebook, set_):
-    who = lab[0]
+def test_validate_shows_on_exercise_sets_and_for_instructors(request, chromium, who, notebook,
+                                                             set_):
+    lab = request.getfixturevalue(f"{who}_lab")
     context, page = open_in_lab(chromium, lab, notebook, 1440, 900)
     try:
         page.wait_for_selector(".jp-NotebookPanel .jp-Notebook", timeout=60_000)
