@@ -326,10 +326,17 @@ def test_manage_assignments_fits_the_formgrader_tab(chromium, course_lab, formgr
             page.wait_for_timeout(200)
         frame = [f for f in page.frames if "/formgrader" in f.url][0]
         frame.wait_for_selector("td.name", timeout=60_000)
-        page.wait_for_timeout(500)
+        # every set listed and the layout settled (a busy machine draws the rows late)
+        frame.wait_for_function("document.querySelectorAll('td.name').length >= 10",
+                                timeout=60_000)
+        seen, before = frame.evaluate(FORMGRADER_TABLES), None
+        for _ in range(20):
+            if seen == before:
+                break
+            page.wait_for_timeout(500)
+            seen, before = frame.evaluate(FORMGRADER_TABLES), seen
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"formgrader-{width}.png"))
-        seen = frame.evaluate(FORMGRADER_TABLES)
     finally:
         context.close()
     assert seen["pageScroll"] <= seen["page"], seen
