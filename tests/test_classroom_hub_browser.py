@@ -290,8 +290,12 @@ def flow(request):
             seen["feedback_words"][width] = viewer.locator("body").evaluate(WORDS)
         # the fetched set, submitted already: nbgrader's Validate button belongs there
         learner.set_viewport_size({"width": 1440, "height": 900})
-        learner.goto(f"{room.base}/user/{WRONG}/lab/tree/{ASSIGNMENT}/{ASSIGNMENT}.ipynb")
-        learner.wait_for_selector(".jp-NotebookPanel .jp-Notebook", timeout=SLOW)
+        learner.locator(".jp-DirListing-item", has_text=ASSIGNMENT).first.dblclick()
+        learner.locator(".jp-DirListing-item", has_text=f"{ASSIGNMENT}.ipynb").first.dblclick()
+        learner.locator(".lm-TabBar-tab.lm-mod-current",
+                        has_text=f"{ASSIGNMENT}.ipynb").wait_for(timeout=SLOW)
+        learner.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook",
+                                  timeout=SLOW)
         learner.wait_for_timeout(3000)
         learner.screenshot(path=str(SHOTS / "11-set-with-validate.png"))
         seen["validate_on_set"] = learner.locator(VALIDATE).filter(visible=True).count()
