@@ -16,9 +16,13 @@ PREFIX/env    a venv made from /usr/bin/python3 (not pyenv's, which lives under 
                                                       classroom/register_students.py,
                                                       tools/course_autograde.py,
                                                       tools/course_collect.py
-              nbgrader's lab extension: "(view feedback)" opens the page, "Fetch" and
-              "Fetch Feedback" refresh the file browser when done (marked edits)
+              nbgrader's lab extension: "(view feedback)" opens the page and leaves the
+              file browser where it was, "Fetch" and "Fetch Feedback" refresh the file
+              browser when done, "Validate" shows on a student's exercise sets only
+              (marked edits)
               nbgrader's formgrader/static/css/nbgrader.css: classroom/formgrader-tables.css
+              jupyter_server's static/custom/custom.css: classroom/notebook-outputs.css
+              (outputs wrap between words; the configs turn LabApp.custom_css on)
 PREFIX/proxy  configurable-http-proxy from npm.
 
 Cached: each step runs only when what it installs changed (a content hash of its inputs
@@ -154,6 +158,9 @@ def build(prefix: Path, python: str, torch_args: list[str]) -> None:
     open_feedback_from_its_link(env)
     refresh_files_after_fetch(env)
     formgrader_tables_fit(env)
+    feedback_link_keeps_the_file_browser(env)
+    validate_button_on_sets_only(env)
+    notebook_outputs_wrap_between_words(env)
     print(f"class environment ready: {env}")
 
 
@@ -221,6 +228,74 @@ def formgrader_tables_fit(env: Path) -> None:
         text = sheet.read_text().split(TABLES)[0].rstrip("\n")
         sheet.write_text(text + "\n\n" + css)
         print(f"the Formgrader's tables fit its tab: {sheet}")
+
+
+FEEDBACK_OPENED = re.compile(
+    r'(\w+)\.commands\.execute\("filebrowser:go-to-path",\{path:(\w+)\}\)'
+    r'\.then\(function\(\)\{return \1\.serviceManager\.contents\.get\(\2\)\}\)')
+KEPT = "/*mha: the file browser stays where it was*/"
+
+
+def feedback_link_keeps_the_file_browser(env: Path) -> None:
+    """After :func:`open_feedback_from_its_link`: "(view feedback)" opens the page(s) without
+    moving the student's file browser into the feedback folder (a timestamped folder three
+    levels down, which the walkthrough's students had to climb out of). A marked edit of the
+    edit; if the pattern is gone, it says so and leaves it."""
+    for bundle in env.glob("share/jupyter/labextensions/@jupyter/nbgrader/static/*.js"):
+        text = bundle.read_text()
+        if KEPT in text or PATCHED not in text:
+            continue
+        patched, count = FEEDBACK_OPENED.subn(
+            lambda m: f"{m.group(1)}.serviceManager.contents.get({m.group(2)}){KEPT}", text)
+        if count == 0:
+            print(f"warning: {bundle}: the feedback link's edit not found; left as it is")
+            return
+        bundle.write_text(patched)
+        print(f"nbgrader's (view feedback) link leaves the file browser: {bundle.name}")
+
+
+VALIDATE_BUTTON = re.compile(
+    r'createNew\((\w+),(\w+)\)\{let (\w+)=new \w+\(\1\),\w+=0;for[^{]*\{[^{}]*\}'
+    r'return \1\.toolbar\.insertItem\(\w+,"runAll",\3\)')
+SETS_ONLY = "/*mha: Validate on exercise sets only*/"
+# Shown where nbgrader's "create assignment" plugin is on (the instructor's servers) or the
+# notebook has a cell with nbgrader metadata (a set); hidden on a student's lessons.
+SETS_ONLY_JS = (
+    ',function(p,c,b){var o={};try{o=JSON.parse(document.getElementById("jupyter-config-data")'
+    '.textContent).disabledExtensions||{}}catch(x){}'
+    'var off=Array.isArray(o)?o.indexOf("@jupyter/nbgrader:create-assignment")>=0'
+    ':!!o["@jupyter/nbgrader:create-assignment"];if(!off)return;b.hide();'
+    'c.ready.then(function(){var l=p.content.model.cells;for(var i=0;i<l.length;i++)'
+    'if(l.get(i).getMetadata("nbgrader")){b.show();return}})}')
+
+
+def validate_button_on_sets_only(env: Path) -> None:
+    """nbgrader's "Validate" toolbar button sat on every notebook, the lessons too, where it
+    has nothing to check: on a student's server (nbgrader's create-assignment plugin off, as
+    classroom/student-config/ sets) show it only on notebooks with a cell carrying nbgrader
+    metadata (the exercise sets). Instructors keep it everywhere. A marked edit of nbgrader's
+    lab extension bundle; if the pattern is gone, it says so and leaves it."""
+    for bundle in env.glob("share/jupyter/labextensions/@jupyter/nbgrader/static/*.js"):
+        text = bundle.read_text()
+        if SETS_ONLY in text or '"Validate Assignment"' not in text:
+            continue
+        match = VALIDATE_BUTTON.search(text)
+        if match is None:
+            print(f"warning: {bundle}: nbgrader's Validate button not found; left as it is")
+            return
+        call = f"{SETS_ONLY_JS}({match.group(1)},{match.group(2)},{match.group(3)}){SETS_ONLY}"
+        bundle.write_text(text[:match.end()] + call + text[match.end():])
+        print(f"nbgrader's Validate button shows on exercise sets only: {bundle.name}")
+
+
+def notebook_outputs_wrap_between_words(env: Path) -> None:
+    """classroom/notebook-outputs.css as JupyterLab's custom.css (jupyter_server's
+    static/custom/, which every server of the environment serves; the student and instructor
+    configs turn LabApp.custom_css on): outputs wrap between words, not inside them."""
+    for static in env.glob("lib/python3*/site-packages/jupyter_server/static"):
+        (static / "custom").mkdir(exist_ok=True)
+        shutil.copy(HERE / "notebook-outputs.css", static / "custom" / "custom.css")
+        print(f"notebook outputs wrap between words: {static / 'custom' / 'custom.css'}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ tests (tests/test_classroom_hub_browser.py) see both in a browser."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -65,3 +66,37 @@ def test_the_formgraders_stylesheet_gets_the_table_rules_once_and_keeps_its_own(
     assert text.startswith(original.rstrip("\n"))
     assert text.count(class_env.TABLES) == 1
     assert ".dataTables_wrapper { overflow-x: auto; }" in text
+
+
+def test_view_feedback_opens_the_page_without_moving_the_file_browser(env):
+    class_env.open_feedback_from_its_link(env)
+    assert 'filebrowser:go-to-path' in bundle_text(env)
+    class_env.feedback_link_keeps_the_file_browser(env)
+    class_env.feedback_link_keeps_the_file_browser(env)
+    text = bundle_text(env)
+    assert text.count(class_env.KEPT) == 1 and text.count(class_env.PATCHED) == 1
+    assert 'filebrowser:go-to-path' not in text
+    at = text.index("(view feedback)")
+    link = text[text.rindex("onclick", 0, at):at]
+    assert "serviceManager.contents.get(" in link and '"docmanager:open"' in link
+
+
+def test_the_validate_button_is_wrapped_once_in_the_sets_only_rule(env):
+    class_env.validate_button_on_sets_only(env)
+    class_env.validate_button_on_sets_only(env)
+    text = bundle_text(env)
+    assert text.count(class_env.SETS_ONLY) == 1
+    rule = text[text.index('"runAll"'):text.index(class_env.SETS_ONLY)]
+    assert '@jupyter/nbgrader:create-assignment' in rule and 'getMetadata("nbgrader")' in rule
+
+
+def test_notebook_outputs_get_the_class_custom_css_and_the_configs_turn_it_on(env):
+    static = env / "lib" / "python3.11" / "site-packages" / "jupyter_server" / "static"
+    static.mkdir(parents=True)
+    class_env.notebook_outputs_wrap_between_words(env)
+    css = (static / "custom" / "custom.css").read_text()
+    assert "word-break: normal" in css
+    for who in ("student", "instructor"):
+        config = json.loads((ROOT / "classroom" / f"{who}-config" /
+                             "jupyter_server_config.json").read_text())
+        assert config["LabApp"]["custom_css"] is True

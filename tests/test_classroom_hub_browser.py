@@ -3,11 +3,13 @@
 tests/test_classroom_hub.py drives the same hub through its REST APIs; this module drives the
 instructor's whole flow through the Formgrader as JupyterLab shows it (Nbgrader menu >
 Formgrader, a tab framing the Formgrader page): generate, release, collect, autograde each
-submission, generate and release feedback; its tables must fit its tab at 1440 x 900 and a
-submission's failed check message must wrap. One student fetches the set from the Assignments
-list (its folder must show in the file browser within 3 s); both hand in through the API, then
-that student opens their feedback from the "(view feedback)" link of the Assignments list and
-reads a page with its math typeset and no request leaving the machine. Screenshots of each
+submission, generate and release feedback; its tables must fit its tab at 1440 x 900 and at
+1024 x 768 and a submission's failed check message must wrap. One student fetches the set from
+the Assignments list (its folder must show in the file browser within 3 s); both hand in through
+the API, then that student opens their feedback from the "(view feedback)" link of the
+Assignments list and reads a page with its math typeset, wrapped between words at 1440 and
+1024 px, and no request leaving the machine (their file browser stays where it was); nbgrader's
+Validate button shows on the set, not on lesson 00. Screenshots of each
 step go to test-artifacts/browser/hub/.
 
 Needs root (real Unix users) and Debian's Chromium; skipped otherwise, a failure under CI.
@@ -105,14 +107,51 @@ TABLES = """() => ({page: document.documentElement.clientWidth,
         const r = t.getBoundingClientRect();
         return {width: Math.round(r.width), right: Math.round(r.right), box: box.clientWidth,
                 scrolls: ['auto', 'scroll'].includes(getComputedStyle(box).overflowX)};
-    })})"""
+    }),
+    outside: [...document.querySelectorAll('td a')].filter(a =>
+        a.getBoundingClientRect().right > document.documentElement.clientWidth + 1).length})"""
+SIZES = {1440: 900, 1024: 768}
 
 
 def tables(frame, name):
-    """TABLES on the Formgrader's page, once its table has rows."""
+    """TABLES on the Formgrader's page, once its table has rows, with the browser window at
+    1440 x 900 and at 1024 x 768 (then back to 1440 x 900)."""
     frame.wait_for_selector("table tbody tr td", timeout=SLOW)
-    frame.page.wait_for_timeout(500)
-    return {"view": name, **frame.evaluate(TABLES)}
+    seen = []
+    for width, height in SIZES.items():
+        frame.page.set_viewport_size({"width": width, "height": height})
+        frame.page.wait_for_timeout(800)
+        seen.append({"view": name, "width": width, **frame.evaluate(TABLES)})
+        frame.page.screenshot(path=str(SHOTS / f"tables-{name}-{width}.png"))
+    frame.page.set_viewport_size({"width": 1440, "height": 900})
+    frame.page.wait_for_timeout(300)
+    return seen
+
+
+# Every word of the outputs of the page in JupyterLab's HTML viewer drawn on two lines (broken
+# inside the word), and every output box whose text is wider than it or that ends past the edge.
+WORDS = r"""(body) => {
+    const d = body.ownerDocument, broken = [], clipped = [];
+    const boxes = [...d.querySelectorAll('.output_area pre')];
+    for (const box of boxes) {
+        if (box.scrollWidth > box.clientWidth + 1
+            || box.getBoundingClientRect().right > d.documentElement.clientWidth + 1)
+            clipped.push(box.innerText.slice(0, 40));
+        const walker = d.createTreeWalker(box, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+            for (const m of node.data.matchAll(/\S+/g)) {
+                const range = d.createRange();
+                range.setStart(node, m.index);
+                range.setEnd(node, m.index + m[0].length);
+                if (new Set([...range.getClientRects()].map(r => Math.round(r.top))).size > 1)
+                    broken.push(m[0]);
+            }
+        }
+    }
+    return {boxes: boxes.length, broken, clipped};
+}"""
+VALIDATE = ".jp-NotebookPanel:not(.lm-mod-hidden) .validate-button"
+BREADCRUMBS = ".jp-FileBrowser .jp-BreadCrumbs"
 
 
 def confirm(frame, shot):
@@ -143,7 +182,7 @@ def flow(request):
         frame.wait_for_selector("td.name", timeout=SLOW)
         teacher.screenshot(path=str(SHOTS / "1-formgrader-in-jupyterlab.png"))
         seen["framed"] = frame.locator("h1").all_inner_texts()
-        seen["tables"] = [tables(frame, "manage_assignments")]
+        seen["tables"] = tables(frame, "manage_assignments")
         row = frame.locator("tr", has=frame.locator("td.name", has_text=ASSIGNMENT))
         row.locator("td.assign a").click()
         seen["generate"] = confirm(frame, "2-generate")
@@ -159,6 +198,7 @@ def flow(request):
         learner.wait_for_selector(".jp-NotebookPanel", timeout=SLOW)
         learner.wait_for_timeout(2000)
         seen["student_start"] = learner.url
+        seen["validate_on_lesson"] = learner.locator(VALIDATE).filter(visible=True).count()
         menu(learner, "Nbgrader", "Assignment List")
         fetch = learner.locator("#released_assignments_list button", has_text="Fetch").first
         fetch.wait_for(timeout=SLOW)
@@ -189,14 +229,14 @@ def flow(request):
         frame.wait_for_timeout(1000)
         seen["scores"] = frame.locator("tr").all_inner_texts()
         teacher.screenshot(path=str(SHOTS / "6-submissions.png"))
-        seen["tables"].append(tables(frame, "manage_submissions"))
+        seen["tables"] += tables(frame, "manage_submissions")
         # Manual Grading > the set > a submission: the Formgrader renders it with its own
         # template (it failed with HTTP 500 when the course set the feedback template for all)
         formgrader = f"{room.base}/user/{INSTRUCTOR}/formgrader"
         frame.goto(f"{formgrader}/gradebook/{ASSIGNMENT}/{ASSIGNMENT}")
         link = frame.locator("a.name-hidden").first
         link.wait_for(state="attached", timeout=SLOW)
-        seen["tables"].append(tables(frame, "gradebook"))
+        seen["tables"] += tables(frame, "gradebook")
         teacher.screenshot(path=str(SHOTS / "6a-gradebook.png"))
         before = len(teacher.outside)
         # the submission with a failed check (its row names the student, hidden)
@@ -232,12 +272,33 @@ def flow(request):
         link = learner.locator("a", has_text="(view feedback)").first
         link.wait_for(timeout=SLOW)
         learner.screenshot(path=str(SHOTS / "9-assignments-list.png"))
+        seen["files_before_feedback"] = learner.locator(BREADCRUMBS).inner_text()
         link.click()
         viewer = learner.frame_locator("iframe[sandbox]").first
         viewer.locator("body").wait_for(timeout=60_000)
         seen["page"] = viewer.locator("body").inner_html(timeout=60_000)
         learner.wait_for_timeout(1000)
         learner.screenshot(path=str(SHOTS / "10-feedback-page.png"))
+        seen["files_after_feedback"] = learner.locator(BREADCRUMBS).inner_text()
+        seen["feedback_words"] = {}
+        for width, height in SIZES.items():
+            learner.set_viewport_size({"width": width, "height": height})
+            learner.wait_for_timeout(800)
+            message = viewer.locator(".output_area pre", has_text="CheckFailed").first
+            message.scroll_into_view_if_needed()
+            learner.screenshot(path=str(SHOTS / f"10-feedback-page-{width}.png"))
+            seen["feedback_words"][width] = viewer.locator("body").evaluate(WORDS)
+        # the fetched set, submitted already: nbgrader's Validate button belongs there
+        learner.set_viewport_size({"width": 1440, "height": 900})
+        learner.locator(".jp-DirListing-item", has_text=ASSIGNMENT).first.dblclick()
+        learner.locator(".jp-DirListing-item", has_text=f"{ASSIGNMENT}.ipynb").first.dblclick()
+        learner.locator(".lm-TabBar-tab.lm-mod-current",
+                        has_text=f"{ASSIGNMENT}.ipynb").wait_for(timeout=SLOW)
+        learner.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook",
+                                  timeout=SLOW)
+        learner.wait_for_timeout(3000)
+        learner.screenshot(path=str(SHOTS / "11-set-with-validate.png"))
+        seen["validate_on_set"] = learner.locator(VALIDATE).filter(visible=True).count()
         seen["learner_outside"] = list(learner.outside)
         browser.close()
         yield seen
@@ -274,16 +335,36 @@ def test_a_fetched_set_shows_in_the_file_browser_at_once(flow):
     assert seconds < 3, f"the fetched folder showed after {seconds:.1f} s"
 
 
+@pytest.mark.parametrize("width", [1440, 1024])
 @pytest.mark.parametrize("page", ["manage_assignments", "manage_submissions", "gradebook"])
-def test_the_formgraders_tables_fit_its_tab_at_1440_by_900(flow, page):
-    """Manage Assignments' table was 970 px wide in a 925 px column: its last column was cut
-    off at the tab's edge and the page scrolled sideways. A table fits, or scrolls in its box."""
-    (seen,) = [t for t in flow["tables"] if t["view"] == page]
+def test_the_formgraders_tables_fit_its_tab(flow, page, width):
+    """At 1440 x 900, Manage Assignments' table was 970 px wide in a 925 px column: its last
+    column was cut off at the tab's edge and the page scrolled sideways. At 1024 x 768 nbgrader
+    stacked its logo, headings and menu above a table 864 px wide in a 664 px box (Release,
+    Collect, Generate and Release Feedback outside the tab). Every table fits its tab now, with
+    every action link inside it: nothing to scroll sideways for."""
+    (seen,) = [t for t in flow["tables"] if t["view"] == page and t["width"] == width]
     assert seen["pageScroll"] <= seen["page"], seen
+    assert seen["outside"] == 0, seen
     for table in seen["tables"]:
-        assert table["width"] <= table["box"] + 1 or table["scrolls"], seen
-        if page == "manage_assignments":
-            assert table["width"] <= table["box"] + 1 and table["right"] <= seen["page"], seen
+        assert table["width"] <= table["box"] + 1 and table["right"] <= seen["page"] + 1, seen
+
+
+def test_validate_shows_on_the_set_not_on_the_lesson(flow):
+    """nbgrader's Validate button was on every notebook, the lessons too."""
+    assert flow["validate_on_lesson"] == 0
+    assert flow["validate_on_set"] == 1
+
+
+def test_view_feedback_leaves_the_file_browser_where_it_was(flow):
+    """nbgrader's link moved the file browser into feedback/<timestamp>/."""
+    assert flow["files_after_feedback"] == flow["files_before_feedback"], flow
+
+
+@pytest.mark.parametrize("width", [1440, 1024])
+def test_the_feedback_page_wraps_between_words(flow, width):
+    seen = flow["feedback_words"][width]
+    assert seen["boxes"] > 0 and seen["broken"] == [] and seen["clipped"] == [], seen
 
 
 def test_a_student_starts_on_lesson_00(flow):

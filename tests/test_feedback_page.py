@@ -83,21 +83,27 @@ class Warnings(logging.Handler):
 def rendered(monkeypatch, tmp_path):
     """(page, warnings): the feedback page rendered by the exporter and preprocessors that
     GenerateFeedback builds from the course's config (those that read the gradebook left out)."""
+    return render_feedback(monkeypatch, tmp_path, feedback_notebook(), warnings=True)
+
+
+def render_feedback(monkeypatch, tmp_path, notebook, warnings=False):
+    """The feedback page of ``notebook`` (and, with ``warnings``, what was logged), as
+    ``rendered`` says; tests/browser/test_browser_class_lab.py shows it in JupyterLab."""
     from nbgrader.converters import GenerateFeedback
     from nbgrader.preprocessors import GetGrades
 
     app = course_app(monkeypatch, tmp_path)
-    warnings = Warnings()
-    app.log.addHandler(warnings)
+    logged = Warnings()
+    app.log.addHandler(logged)
     converter = GenerateFeedback(coursedir=app.coursedir, parent=app)
     exporter = converter.exporter_class(parent=converter, config=converter.config)
     for pre in converter.preprocessors:
         if pre is not GetGrades and pre.__name__ != "ScrubHiddenSource":
             exporter.register_preprocessor(pre)
-    html, _ = exporter.from_notebook_node(feedback_notebook(), resources={"nbgrader": {
+    html, _ = exporter.from_notebook_node(notebook, resources={"nbgrader": {
         "notebook": "ex", "score": 0.0, "max_score": 2.0, "late_penalty": 0.0}})
-    app.log.removeHandler(warnings)
-    return html, warnings.messages
+    app.log.removeHandler(logged)
+    return (html, logged.messages) if warnings else html
 
 
 @pytest.fixture
