@@ -49,18 +49,22 @@ $(STAMP): pyproject.toml
 
 # The printed URL opens lesson 00 (default_url). tools/learner-lab/ turns nbgrader's menus and
 # server extensions off and the "Jupyter news?" prompt with its request (its README says how);
-# `make lab-instructor` is the same server with nbgrader's Formgrader and menus.
+# `make lab-instructor` is the same server with nbgrader's Formgrader and menus. Both serve
+# classroom/notebook-outputs.css as custom.css (tools/learner-lab/outputs_css.py): outputs wrap
+# between words, where JupyterLab's own CSS breaks a check's message inside words.
 LESSON_00    := /lab/tree/notebooks/00_start_here.ipynb
 LAB_COMMON    = $(BIN)/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir="$(CURDIR)" \
-	    --LabApp.default_url=$(LESSON_00) --LabApp.news_url=None $(ROOT_FLAG)
+	    --LabApp.default_url=$(LESSON_00) --LabApp.news_url=None --LabApp.custom_css=True $(ROOT_FLAG)
 LEARNER_LAB  := $(CURDIR)/tools/learner-lab
 
 .PHONY: lab-instructor
 lab: $(STAMP)
+	$(BIN)/python tools/learner-lab/outputs_css.py
 	$(LAB_COMMON) --config="$(LEARNER_LAB)/jupyter_server_config.json" \
 	    --LabApp.app_settings_dir="$(LEARNER_LAB)/settings" $(LAB_ARGS)
 
 lab-instructor: $(STAMP)
+	$(BIN)/python tools/learner-lab/outputs_css.py
 	$(LAB_COMMON) $(LAB_ARGS)
 
 test: $(STAMP)

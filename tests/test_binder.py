@@ -91,3 +91,13 @@ def test_binder_opens_jupyterlab_at_lesson_00():
         assert link.endswith(f"?urlpath=lab/tree/{LESSON_00}"), link
     assert (ROOT / LESSON_00).is_file()
     assert "jupyterlab" in binder_package_names()
+
+
+def test_post_build_serves_the_css_that_wraps_outputs_between_words():
+    """Binder's JupyterLab gets make lab's custom.css (JupyterLab's own breaks a check's
+    message inside words): postBuild installs it and turns LabApp.custom_css on."""
+    script = (ROOT / "binder" / "postBuild").read_text()
+    assert re.search(r"^python tools/learner-lab/outputs_css\.py$", script, re.M)
+    assert 'echo "c.LabApp.custom_css = True" >> "${HOME}/.jupyter/jupyter_server_config.py"' \
+        in script
+    assert (ROOT / "tools" / "learner-lab" / "outputs_css.py").is_file()

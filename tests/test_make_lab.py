@@ -189,6 +189,22 @@ def test_the_learners_file_browser_lists_the_exercise_sets_without_pytests_conft
     assert "conftest.py" not in names
 
 
+def read(url: str, token: str) -> str:
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    with urllib.request.urlopen(request, timeout=30) as reply:
+        return reply.read().decode()
+
+
+def test_the_learners_lab_links_a_css_that_wraps_outputs_between_words(lab):
+    """JupyterLab's own CSS breaks output lines inside words (word-break: break-all), which
+    split a check's message ("Input oper|and") wherever the output area was narrow."""
+    token = lab["info"]["token"]
+    page = read(lab["base"] + "/lab/tree/" + LESSON_00, token)
+    assert "custom/custom.css" in page
+    css = read(lab["base"] + "/custom/custom.css", token)
+    assert "word-break: normal" in css and "overflow-wrap: break-word" in css
+
+
 def test_opens_lesson_00_in_jupyterlab(lab):
     """With --no-browser the server still writes the page it would open."""
     (open_file,) = lab["runtime"].glob("jpserver-*-open.html")
