@@ -193,6 +193,8 @@ class RobustExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         self._restarts = 0
         self._given_up = False
+        if isinstance(resources, dict):  # GradeOutsideKernel says it in its verdicts
+            resources["mha_cell_timeout"] = self.timeout
         return super().preprocess(nb, resources, km)
 
     def preprocess_cell(self, cell, resources, index):
@@ -353,6 +355,58 @@ QUIET_MAGICS = {"time", "timeit", "capture", "matplotlib", "precision"}
 TOO_DEEP = "could not be read: nested too deep"
 
 
+# What a flagged name does, in plain words for the student who reads the review comment
+# (the technical name stays first: READS and the instructor match it).
+_FRAMES = "reads the frames of running code, the cell that called it included"
+_FILES = "reads or writes files"
+_PROCESS = "starts, stops or signals processes"
+_GRADING = "reaches grading's own code"
+PLAIN = {
+    **dict.fromkeys(("f_back", "f_globals", "f_locals", "f_code", "f_builtins", "tb_frame",
+                     "tb_next", "gi_frame", "cr_frame", "_getframe", "__traceback__",
+                     "with_traceback"), _FRAMES),
+    **dict.fromkeys(("__code__", "__globals__", "__closure__", "__dict__", "__wrapped__",
+                     "func_code"), "reads the inside of a function or an object"),
+    **dict.fromkeys(("__subclasses__", "__bases__", "__mro__"), "walks Python's classes"),
+    **dict.fromkeys(("__name__", "__qualname__", "__module__"),
+                    "reads the names of the code around it"),
+    "modules": "reaches every loaded module, grading's included",
+    **dict.fromkeys(("settrace", "setprofile"),
+                    "replaces the tracer grading uses to watch calls"),
+    **dict.fromkeys(("fork", "forkpty", "_exit", "kill", "system", "popen", "execv", "execve",
+                     "spawnv", "Popen", "check_output", "getoutput"), _PROCESS),
+    **dict.fromkeys(("checks", "grading", "_core", "_tasks", "_grading", "PREDICTIONS"),
+                    _GRADING),
+    **dict.fromkeys(("history_manager", "user_ns", "In", "Out", "_ih", "_oh", "_i", "_ii",
+                     "_iii"), "reads IPython's history or namespace"),
+    **dict.fromkeys(("exec", "eval", "compile", "__import__"), "runs code built as text"),
+    **dict.fromkeys(("globals", "locals", "vars", "__builtins__"),
+                    "reads a whole namespace"),
+    **dict.fromkeys(("setattr", "delattr", "__setattr__", "__getattribute__"),
+                    "changes attributes by name"),
+    "get_ipython": "reaches IPython itself",
+    **dict.fromkeys(("exit", "quit"), "asks Python to stop"),
+    **dict.fromkeys(("open", "fdopen", "FileIO", "mmap", "from_file", "read", "readline",
+                     "readlines", "pread", "readv", "urlopen", "sendfile") + tuple(
+        a for a in ("loadtxt", "genfromtxt", "fromfile", "fromregex", "load", "save",
+                    "savetxt", "savez", "savez_compressed", "tofile", "memmap", "open_memmap",
+                    "read_text", "read_bytes", "write_text", "write_bytes")), _FILES),
+    **dict.fromkeys(("display", "publish_display_data"), "publishes outputs as grading does"),
+}
+
+
+def plain(text: str) -> str:
+    """``text`` with what it does in plain words: "uses .f_back (reads the frames of
+    running code, the cell that called it included)"."""
+    match = re.fullmatch(r"uses \.?(\w+)", text)
+    if match:
+        name = match.group(1)
+        said = PLAIN.get(name) or (_FILES if FILE_ATTRIBUTE.fullmatch(name) else None)
+        if said:
+            return f"{text} ({said})"
+    return text
+
+
 def parse(source: str):
     """``(tree, problem)``: the cell's syntax tree (IPython's ``%magic`` and ``!shell`` lines
     turned into the calls they make), or None and why not. A syntax error is no problem (the
@@ -458,7 +512,7 @@ def suspicious(source: str, guarded: set | None = None) -> list[str]:
     found = []
 
     def note(node, text):
-        entry = f"{text} (line {getattr(node, 'lineno', '?')})"
+        entry = f"{plain(text)} (line {getattr(node, 'lineno', '?')})"
         if entry not in found:
             found.append(entry)
 
@@ -676,6 +730,7 @@ class GradeOutsideKernel(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         flags = _flags(nb)
+        self._timeout = resources.get("mha_cell_timeout")
         flags += _static_flags(nb) + _rule_flags(nb)
         try:
             with Gradebook(_ids(resources)[3]) as gb:
@@ -723,6 +778,10 @@ class GradeOutsideKernel(NbGraderPreprocessor):
                 text = f"{variable}: grading could not judge this cell ({error_text(err)})."
         if stopped and not passed and "time limit" not in text and "stopped" not in text:
             text = f"{text} ({stopped}.)"
+        limit = self.cell_timeout()
+        if limit and "the time limit" in text and " s for the whole test cell" not in text:
+            text = text.replace("the time limit", f"the time limit ({limit:g} s for the whole "
+                                "test cell)", 1)
         if nb is not None and kind == "record" and records:
             try:
                 breaks = rule_breaks(nb, mha_grading.task_for(task, behaviour), variable)
@@ -737,6 +796,12 @@ class GradeOutsideKernel(NbGraderPreprocessor):
                 passed = False
         cell.outputs = ([NotebookNode(output_type="stream", name="stdout", text=text + "\n")]
                         if passed else [_error_output("CheckFailed", text)])
+
+    def cell_timeout(self) -> float | None:
+        """nbgrader's time limit per cell (``c.Execute.timeout``) in seconds, as
+        RobustExecute left it in the resources."""
+        value = getattr(self, "_timeout", None)
+        return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
     @staticmethod
     def no_records(cell, variable: str, stopped) -> str:

@@ -100,6 +100,8 @@ else:
 # to False and nbgrader never turns it on): the autograded copy keeps the marks grading leaves,
 # each stopped cell's `mha_stopped` and the notebook's `mha_grading` flags
 # (tests/test_grading_corpus.py). Turning it on would wipe them.
+# KeepOneCopy runs before DeduplicateIds: a cell copied in JupyterLab (its grade id too) made
+# DeduplicateIds empty the earlier copy's metadata and CheckCellMetadata stop the whole run.
 c.Autograde.sanitize_preprocessors = [ClearOutput, KeepOneCopy, DeduplicateIds, OverwriteKernelspec,
                                       RestoreHiddenTests, OverwriteCells, CheckCellMetadata]
 c.Autograde.autograde_preprocessors = [RobustExecute, GradeOutsideKernel, IgnorePattern,

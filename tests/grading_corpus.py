@@ -866,6 +866,12 @@ def leaks_future(model, x):
     x2[:, t + 1:] = np.random.default_rng(0).normal(size=x2[:, t + 1:].shape)
     return not np.allclose(model(x)[:, :t + 1], model(x2)[:, :t + 1])
 '''}, {"test_leaks_future": "one position t only"}),
+    # an infinite loop: the message says the time limit in seconds (the corpus runs at 30 s)
+    Sub("loops_forever", E3, {"head_scores": '''
+def head_scores(q, k, d_model):
+    while True:
+        pass
+'''}, {"test_head_scores": "past the time limit (30 s for the whole test cell)"}),
     # exit() at the end of an answer cell does not stop the grading kernel: full points, flagged
     Sub("exits_after_answer", E10, {"predict_early_outputs_move": 'early_outputs_move = "c"\nexit()'},
         flagged=True, reasons=("uses exit",)),
