@@ -220,3 +220,17 @@ def test_an_unreadable_submission_gets_a_feedback_copy_saying_why(tmp_path):
     got = nbformat.read(course / "autograded" / "amy" / A / f"{A}.ipynb", 4)
     assert got.cells[0].outputs == []
     assert "it is not valid JSON" in got.cells[1].outputs[0]["evalue"]
+
+
+def test_a_placeholder_for_an_unreadable_notebook_goes_once_the_notebook_is_readable(tmp_path):
+    """With --no-force (the class hub), nbgrader skips a submission that has a graded copy:
+    the placeholder made for an unreadable notebook must not keep a fixed resubmission at 0."""
+    course = tmp_path / "c"
+    for student in ("amy", "bob"):
+        folder = course / "autograded" / student / A
+        folder.mkdir(parents=True)
+        (folder / course_autograde.PLACEHOLDER).write_text("not valid JSON\n")
+    dropped = course_autograde.drop_placeholders(course, A, {("bob", A): "still broken"})
+    assert dropped == [f"amy/{A}"]
+    assert not (course / "autograded" / "amy" / A).exists()
+    assert (course / "autograded" / "bob" / A).exists()

@@ -30,7 +30,8 @@ JSON (a truncated upload), makes nbgrader skip it and exit 1; it is named in the
 the reason ("no ex01_weighted_sum.ipynb; found ...", "ex03_scaling.ipynb is not valid JSON
 (...)"), recorded in the gradebook with 0 points, needs_manual_grade and that reason, gets a
 graded copy made from the released notebook whose test cells say why (so it gets a feedback
-page), and does not fail the run.
+page; marked with a ``.not_gradable`` file, and removed by a later run once the folder holds a
+readable notebook, so that ``--no-force`` grades the new one), and does not fail the run.
 
 Exit status: 0 when every submission was graded or recorded as a killer's or as not gradable;
 1 when nbgrader failed for another reason (its own exit status, or a death outside any
@@ -64,6 +65,8 @@ BUDGET = 600.0  # seconds one submission may take (--budget)
 OVER_BUDGET = "grading stopped this submission after {:.0f} s, the time one submission may take"
 # (student, set) -> seconds, for each submission the watchdog of run_nbgrader stopped
 OVERRAN: dict = {}
+# in autograded/<student>/<set>/ when that copy stands for a submission nbgrader could not read
+PLACEHOLDER = ".not_gradable"
 
 
 def run_nbgrader(course: Path, assignment: str, force: bool, budget: float | None = None
@@ -165,6 +168,19 @@ def record_not_gradable(course: Path, student: str, assignment: str, reason: str
     return ""
 
 
+def drop_placeholders(course: Path, assignment: str, unfit: dict) -> list[str]:
+    """The graded copies :func:`released_copy` made for submissions that are gradable now
+    (a student handed in a readable notebook since): removed, so that nbgrader without
+    ``--force`` grades them instead of skipping them as graded."""
+    dropped = []
+    for marker in sorted(course.glob(f"autograded/*/{assignment}/{PLACEHOLDER}")):
+        folder = marker.parent
+        if (folder.parent.name, folder.name) not in unfit:
+            shutil.rmtree(folder, ignore_errors=True)
+            dropped.append(f"{folder.parent.name}/{folder.name}")
+    return dropped
+
+
 def released_copy(course: Path, student: str, assignment: str, reason: str) -> None:
     """autograded/<student>/<set>/ for a submission nbgrader could not read: the released
     notebook (no answers), each test cell's output the reason."""
@@ -177,6 +193,7 @@ def released_copy(course: Path, student: str, assignment: str, reason: str) -> N
         return
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
+    (target / PLACEHOLDER).write_text(reason + "\n")
     stamp = course / "submitted" / student / assignment / "timestamp.txt"
     if stamp.is_file():
         shutil.copy(stamp, target / stamp.name)
@@ -243,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time() - 1  # file times may lag the clock by a little
     killers, stopped, failure = [], [], ""
     unfit = not_gradable(course, args.assignment)
+    for name in drop_placeholders(course, args.assignment, unfit):
+        print(f"course_autograde: {name} is gradable now; its placeholder for a notebook "
+              "that could not be read is removed and it is graded", file=sys.stderr, flush=True)
     OVERRAN.clear()
     for run in range(MAX_RUNS):
         status, current, errors = run_nbgrader(course, args.assignment,
