@@ -999,6 +999,10 @@ class ScrubHiddenSource(NbGraderPreprocessor):
             withhold = withholds(review_reasons(gb, assignment_id, student_id))
         said = False
         for cell in nb.cells:
+            if not utils.is_grade(cell) and "HIDDEN TESTS" in cell.get("source", ""):
+                # the student's own words (a search for the marker in a file it read): no
+                # hidden line, but the page never shows the marker's words at all
+                cell.source = cell.source.replace("HIDDEN TESTS", "[hidden tests]")
             if cell.cell_type != "code":
                 continue
             if withhold and not utils.is_grade(cell):

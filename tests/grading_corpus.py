@@ -662,7 +662,9 @@ def leaks_future(model, x):
     Sub("reads_model_name", E10, {"leaks_future": '''
 def leaks_future(model, x):
     return model.__name__ != "causal_model"
-'''}, {"test_leaks_future": "flags a correct causal head"}, flagged=True),
+'''}, {"test_leaks_future": "wrong on case 'a causal running maximum'"}, flagged=True),
+    # (it used to be told "your test flags a correct causal head", which it does not: it
+    # passes that case by its name; a mistake is named now only when it explains every case)
     # -- malformed notebooks: never dropped ----------------------------------------------------
     Sub("nested_too_deep", E1, {}, flagged=True, reasons=("nested too deep",),
         edit=add_cell(f"deep = {DEEP}")),
