@@ -73,6 +73,39 @@ def released_source(source: str) -> str:
 
 # -- sanitize: before OverwriteCells ---------------------------------------------------------
 
+class KeepOneCopy(NbGraderPreprocessor):
+    """A cell copied in JupyterLab carries its nbgrader metadata, grade id included: two
+    cells claim one id. nbgrader's DeduplicateIds then empties the earlier copy's metadata
+    and its CheckCellMetadata stops the whole ``nbgrader autograde`` run ("use an old version
+    of the nbgrader metadata format"): no later submission of the class was graded. Here
+    (before DeduplicateIds) the last cell with an id keeps it, as DeduplicateIds intends (a
+    pasted copy sits below the original, and it is the one a student goes on editing; a test
+    cell's last copy runs after every answer above it), and every earlier cell with that id
+    loses its nbgrader metadata: it runs, or shows, as an ordinary cell. Noted for review."""
+
+    def preprocess(self, nb, resources):
+        seen = {}
+        for index in range(len(nb.cells) - 1, -1, -1):
+            meta = nb.cells[index].metadata.get("nbgrader")
+            grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+            if not isinstance(grade_id, str) or not grade_id:
+                continue
+            if grade_id in seen:
+                del nb.cells[index].metadata["nbgrader"]
+                seen[grade_id].append(index)
+            else:
+                seen[grade_id] = []
+        for grade_id, copies in seen.items():
+            if copies:
+                where = ", ".join(str(i) for i in sorted(copies))
+                _flags(nb).append(
+                    f"{grade_id}: the notebook has {len(copies) + 1} cells with the id "
+                    f"{grade_id[:60]!r} (a copied cell); the last one was graded as that cell, "
+                    + (f"the others (cells {where}) as ordinary cells" if len(copies) > 1
+                       else f"the other (cell {where}) as an ordinary cell"))
+        return nb, resources
+
+
 class RestoreHiddenTests(NbGraderPreprocessor):
     """Restore the hidden lines of untouched locked cells quietly; note edited ones. A cell
     whose metadata names a grade id this set does not have becomes an ordinary cell (noted),
@@ -160,6 +193,8 @@ class RobustExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         self._restarts = 0
         self._given_up = False
+        if isinstance(resources, dict):  # GradeOutsideKernel says it in its verdicts
+            resources["mha_cell_timeout"] = self.timeout
         return super().preprocess(nb, resources, km)
 
     def preprocess_cell(self, cell, resources, index):
@@ -267,6 +302,9 @@ SUSPECT_MODULES = {
     "marshal", "socket", "shutil", "pathlib", "tempfile", "sqlite3", "_sqlite3", "nbgrader",
     "tracemalloc", "_tracemalloc", "asyncio", "concurrent", "pickle", "io", "_io", "runpy",
     "contextlib", "unittest", "pytest", "zipimport", "_imp", "glob",
+    # more ways to read a file or reach the machine
+    "codecs", "fileinput", "gzip", "bz2", "lzma", "zipfile", "tarfile", "shelve", "dbm",
+    "urllib", "http", "webbrowser", "_pyio", "posixpath", "pickletools", "zlib",
 }
 SUSPECT_NAMES = {
     "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "setattr", "delattr",
@@ -287,7 +325,18 @@ SUSPECT_ATTRIBUTES = {
     "loadtxt", "genfromtxt", "fromfile", "fromregex", "load", "save", "savetxt", "savez",
     "savez_compressed", "tofile", "memmap", "read_text", "read_bytes", "write_text",
     "write_bytes",
+    # and through torch, the os module, io, codecs, mmap, urllib (issue 20's last examiner
+    # read the set's source notebook with torch.from_file): see also FILE_ATTRIBUTE
+    "from_file", "open", "fdopen", "FileIO", "mmap", "urlopen", "open_memmap", "sendfile",
+    "read", "readline", "readlines", "pread", "readv", "getoutput", "check_output", "Popen",
 }
+# Attribute names that read files by their shape: pandas' read_csv, read_json ..., a
+# ``load_*`` / ``open_*`` helper; ``read_out`` is set 01's answer, not a reader.
+FILE_ATTRIBUTE = re.compile(r"(read|load|open)_(?!out$)\w+|\w+_from_file|from_\w*file\w*")
+# A string that names the course's files: the instructor's source notebooks, the gradebook,
+# another student's submission (any path that climbs out of the submission's folder too).
+COURSE_PATH = re.compile(r"\.\./|\.ipynb\b|gradebook|(^|[/\\])(source|release|submitted|"
+                         r"autograded|feedback)([/\\]|$)")
 # Calls that switch off what grading watches, whatever module name they are reached through.
 SUSPECT_CALLS = {("sys", "setprofile"), ("sys", "settrace"), ("threading", "setprofile"),
                  ("threading", "settrace"), ("tracemalloc", "stop"), ("tracemalloc", "start"),
@@ -304,6 +353,58 @@ INTERRUPTS = {"BaseException", "KeyboardInterrupt", "SystemExit", "GeneratorExit
 # IPython magics a learner uses innocently: the code they run is read like the cell's own.
 QUIET_MAGICS = {"time", "timeit", "capture", "matplotlib", "precision"}
 TOO_DEEP = "could not be read: nested too deep"
+
+
+# What a flagged name does, in plain words for the student who reads the review comment
+# (the technical name stays first: READS and the instructor match it).
+_FRAMES = "reads the frames of running code, the cell that called it included"
+_FILES = "reads or writes files"
+_PROCESS = "starts, stops or signals processes"
+_GRADING = "reaches grading's own code"
+PLAIN = {
+    **dict.fromkeys(("f_back", "f_globals", "f_locals", "f_code", "f_builtins", "tb_frame",
+                     "tb_next", "gi_frame", "cr_frame", "_getframe", "__traceback__",
+                     "with_traceback"), _FRAMES),
+    **dict.fromkeys(("__code__", "__globals__", "__closure__", "__dict__", "__wrapped__",
+                     "func_code"), "reads the inside of a function or an object"),
+    **dict.fromkeys(("__subclasses__", "__bases__", "__mro__"), "walks Python's classes"),
+    **dict.fromkeys(("__name__", "__qualname__", "__module__"),
+                    "reads the names of the code around it"),
+    "modules": "reaches every loaded module, grading's included",
+    **dict.fromkeys(("settrace", "setprofile"),
+                    "replaces the tracer grading uses to watch calls"),
+    **dict.fromkeys(("fork", "forkpty", "_exit", "kill", "system", "popen", "execv", "execve",
+                     "spawnv", "Popen", "check_output", "getoutput"), _PROCESS),
+    **dict.fromkeys(("checks", "grading", "_core", "_tasks", "_grading", "PREDICTIONS"),
+                    _GRADING),
+    **dict.fromkeys(("history_manager", "user_ns", "In", "Out", "_ih", "_oh", "_i", "_ii",
+                     "_iii"), "reads IPython's history or namespace"),
+    **dict.fromkeys(("exec", "eval", "compile", "__import__"), "runs code built as text"),
+    **dict.fromkeys(("globals", "locals", "vars", "__builtins__"),
+                    "reads a whole namespace"),
+    **dict.fromkeys(("setattr", "delattr", "__setattr__", "__getattribute__"),
+                    "changes attributes by name"),
+    "get_ipython": "reaches IPython itself",
+    **dict.fromkeys(("exit", "quit"), "asks Python to stop"),
+    **dict.fromkeys(("open", "fdopen", "FileIO", "mmap", "from_file", "read", "readline",
+                     "readlines", "pread", "readv", "urlopen", "sendfile") + tuple(
+        a for a in ("loadtxt", "genfromtxt", "fromfile", "fromregex", "load", "save",
+                    "savetxt", "savez", "savez_compressed", "tofile", "memmap", "open_memmap",
+                    "read_text", "read_bytes", "write_text", "write_bytes")), _FILES),
+    **dict.fromkeys(("display", "publish_display_data"), "publishes outputs as grading does"),
+}
+
+
+def plain(text: str) -> str:
+    """``text`` with what it does in plain words: "uses .f_back (reads the frames of
+    running code, the cell that called it included)"."""
+    match = re.fullmatch(r"uses \.?(\w+)", text)
+    if match:
+        name = match.group(1)
+        said = PLAIN.get(name) or (_FILES if FILE_ATTRIBUTE.fullmatch(name) else None)
+        if said:
+            return f"{text} ({said})"
+    return text
 
 
 def parse(source: str):
@@ -411,7 +512,7 @@ def suspicious(source: str, guarded: set | None = None) -> list[str]:
     found = []
 
     def note(node, text):
-        entry = f"{text} (line {getattr(node, 'lineno', '?')})"
+        entry = f"{plain(text)} (line {getattr(node, 'lineno', '?')})"
         if entry not in found:
             found.append(entry)
 
@@ -444,8 +545,13 @@ def suspicious(source: str, guarded: set | None = None) -> list[str]:
         elif isinstance(node, ast.Name) and node.id in SUSPECT_NAMES and \
                 node.id not in assigned:
             note(node, f"uses {node.id}")
-        elif isinstance(node, ast.Attribute) and node.attr in SUSPECT_ATTRIBUTES:
+        elif isinstance(node, ast.Attribute) and (node.attr in SUSPECT_ATTRIBUTES
+                                                  or FILE_ATTRIBUTE.fullmatch(node.attr)):
             note(node, f"uses .{node.attr}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)) and \
+                COURSE_PATH.search(node.value if isinstance(node.value, str)
+                                   else node.value.decode("latin-1")):
+            note(node, f"names a path of the course's files ({str(node.value)[:60]!r})")
         elif isinstance(node, ast.Call):
             magic = _magic(node)
             if magic is not None:
@@ -624,7 +730,13 @@ class GradeOutsideKernel(NbGraderPreprocessor):
 
     def preprocess(self, nb, resources):
         flags = _flags(nb)
+        self._timeout = resources.get("mha_cell_timeout")
         flags += _static_flags(nb) + _rule_flags(nb)
+        try:
+            with Gradebook(_ids(resources)[3]) as gb:
+                flags += leaked_outputs(nb, secret_skeletons(hidden_lines(gb)))
+        except Exception as err:  # the outputs are scrubbed again when feedback is made
+            self.log.warning("the leak check raised %s", error_text(err))
         for index, cell in enumerate(nb.cells):
             stopped = cell.metadata.get("mha_stopped")
             if stopped and not utils.is_grade(cell):
@@ -666,6 +778,10 @@ class GradeOutsideKernel(NbGraderPreprocessor):
                 text = f"{variable}: grading could not judge this cell ({error_text(err)})."
         if stopped and not passed and "time limit" not in text and "stopped" not in text:
             text = f"{text} ({stopped}.)"
+        limit = self.cell_timeout()
+        if limit and "the time limit" in text and " s for the whole test cell" not in text:
+            text = text.replace("the time limit", f"the time limit ({limit:g} s for the whole "
+                                "test cell)", 1)
         if nb is not None and kind == "record" and records:
             try:
                 breaks = rule_breaks(nb, mha_grading.task_for(task, behaviour), variable)
@@ -680,6 +796,12 @@ class GradeOutsideKernel(NbGraderPreprocessor):
                 passed = False
         cell.outputs = ([NotebookNode(output_type="stream", name="stdout", text=text + "\n")]
                         if passed else [_error_output("CheckFailed", text)])
+
+    def cell_timeout(self) -> float | None:
+        """nbgrader's time limit per cell (``c.Execute.timeout``) in seconds, as
+        RobustExecute left it in the resources."""
+        value = getattr(self, "_timeout", None)
+        return float(value) if isinstance(value, (int, float)) and value > 0 else None
 
     @staticmethod
     def no_records(cell, variable: str, stopped) -> str:
@@ -779,10 +901,82 @@ def hidden_lines(gb, notebook_id: str | None = None, assignment_id: str | None =
 READS = re.compile(
     r"imports (from |[\w.]+ \(line)|uses (open|exec|eval|compile|__import__|globals|locals|"
     r"vars|get_ipython|In|Out|_ih|_oh|_i|_ii|_iii|__builtins__|breakpoint|getattr|hasattr)\b|"
-    r"uses \.|runs |in %|could not be read|calls (sys|os|posix|gc)\.")
+    r"uses \.|runs |in %|could not be read|calls (sys|os|posix|gc)\.|names a path|"
+    r"printed the hidden test code")
 WITHHELD = ("outputs withheld: this submission reads files, frames, tracebacks, history or the "
             "process (see the review flags); your instructor will review it.")
 MAX_OUTPUT = 20_000  # characters of one output the feedback shows
+
+
+def _skeleton(text: str) -> str:
+    return re.sub(r"[^a-z0-9_]", "", text.lower())
+
+
+def secret_skeletons(lines) -> list[str]:
+    """The hidden lines as :func:`leak` compares them (letters, digits and ``_`` only, so
+    that quoting, escaping and spacing do not matter), with nbgrader's hidden-test marker."""
+    found = {_skeleton(line) for line in lines} | {"beginhiddentests", "endhiddentests"}
+    return sorted((k for k in found if len(k) >= 16), key=len, reverse=True)
+
+
+def _decodings(text: str):
+    """``(how, text)``: the text and what simple encodings in it decode to."""
+    import base64
+    import codecs
+
+    yield "as printed", text
+    yield "in ROT13", codecs.decode(text, "rot13")
+    for run in re.findall(r"(?:[0-9a-fA-F]{2}(?:[\s:,]|\\x|0x)*){12,}", text):
+        digits = re.sub(r"\\x|0x|[^0-9a-fA-F]", "", run)
+        with contextlib.suppress(ValueError):
+            yield "in hexadecimal", bytes.fromhex(digits[: len(digits) // 2 * 2]).decode(
+                "latin-1")
+    for run in re.findall(r"[A-Za-z0-9+/_-]{16,}={0,2}", text):
+        for decode in (base64.b64decode, base64.urlsafe_b64decode, base64.b32decode):
+            with contextlib.suppress(ValueError, TypeError):
+                yield "in base64", decode(run + "=" * (-len(run) % 4)).decode("latin-1")
+    for run in re.findall(r"(?:\b\d{1,7}\b[\s,;]*){12,}", text):
+        with contextlib.suppress(ValueError, OverflowError):
+            yield "as character codes", "".join(chr(int(n)) for n in re.findall(r"\d+", run))
+
+
+def leak(text: str, skeletons: list[str]) -> str | None:
+    """How ``text`` shows a hidden line or the hidden-test marker (as printed, reversed,
+    in ROT13, hexadecimal, base64 or character codes, in any case and quoting), else None.
+    Only what a feedback page would show is read (:data:`MAX_OUTPUT` characters)."""
+    if not skeletons or not text:
+        return None
+    for how, decoded in _decodings(text[: MAX_OUTPUT + 1000]):
+        flat = _skeleton(decoded)
+        for order, probe in (("", flat), (", reversed", flat[::-1])):
+            if any(k in probe for k in skeletons):
+                return how + order
+    return None
+
+
+def output_texts(output) -> list[str]:
+    texts = [output.get("text"), output.get("evalue")]
+    texts += list(output.get("traceback") or [])
+    texts += [v for v in (output.get("data") or {}).values() if isinstance(v, str)]
+    return [t if isinstance(t, str) else "".join(t) for t in texts
+            if isinstance(t, (str, list))]
+
+
+def leaked_outputs(nb, skeletons: list[str]) -> list[str]:
+    """A flag for each cell (not a test cell) whose outputs show hidden test code."""
+    flags = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code" or utils.is_grade(cell):
+            continue
+        for output in cell.get("outputs", []):
+            how = next((h for h in (leak(t, skeletons) for t in output_texts(output)) if h),
+                       None)
+            if how:
+                where = cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
+                flags.append(f"{where}: printed the hidden test code of a set ({how}); its "
+                             "outputs are withheld from the feedback")
+                break
+    return flags
 
 
 def withholds(reasons: str) -> bool:
@@ -801,9 +995,14 @@ class ScrubHiddenSource(NbGraderPreprocessor):
                 secrets = hidden_lines(gb)
             except MissingEntry:
                 secrets = []
+            skeletons = secret_skeletons(secrets)
             withhold = withholds(review_reasons(gb, assignment_id, student_id))
         said = False
         for cell in nb.cells:
+            if not utils.is_grade(cell) and "HIDDEN TESTS" in cell.get("source", ""):
+                # the student's own words (a search for the marker in a file it read): no
+                # hidden line, but the page never shows the marker's words at all
+                cell.source = cell.source.replace("HIDDEN TESTS", "[hidden tests]")
             if cell.cell_type != "code":
                 continue
             if withhold and not utils.is_grade(cell):
@@ -816,6 +1015,10 @@ class ScrubHiddenSource(NbGraderPreprocessor):
             for output in cell.get("outputs", []):
                 if MIME in output.get("data", {}):
                     continue
+                if not utils.is_grade(cell) and any(leak(t, skeletons)
+                                                    for t in output_texts(output)):
+                    output = NotebookNode(output_type="stream", name="stdout",
+                                          text="(output withheld: it shows hidden test code)\n")
                 kept.append(_cap(_scrub(output, secrets)))
             cell.outputs = kept
         return nb, resources

@@ -47,6 +47,7 @@ sys.path.insert(0, HERE)  # so that `lms_collectors` and `mha_grading` import
 
 from mha_grading import (  # noqa: E402  (this course's grading plugins, see their docstring)
     GradeOutsideKernel,
+    KeepOneCopy,
     RestoreHiddenTests,
     ReviewCsvExport,
     RobustExecute,
@@ -99,7 +100,9 @@ else:
 # to False and nbgrader never turns it on): the autograded copy keeps the marks grading leaves,
 # each stopped cell's `mha_stopped` and the notebook's `mha_grading` flags
 # (tests/test_grading_corpus.py). Turning it on would wipe them.
-c.Autograde.sanitize_preprocessors = [ClearOutput, DeduplicateIds, OverwriteKernelspec,
+# KeepOneCopy runs before DeduplicateIds: a cell copied in JupyterLab (its grade id too) made
+# DeduplicateIds empty the earlier copy's metadata and CheckCellMetadata stop the whole run.
+c.Autograde.sanitize_preprocessors = [ClearOutput, KeepOneCopy, DeduplicateIds, OverwriteKernelspec,
                                       RestoreHiddenTests, OverwriteCells, CheckCellMetadata]
 c.Autograde.autograde_preprocessors = [RobustExecute, GradeOutsideKernel, IgnorePattern,
                                        ClearMetadataPreprocessor, LimitOutput, SaveAutoGrades,

@@ -27,6 +27,7 @@ class Sub:
     flagged: bool = False
     reasons: tuple = ()  # words the needs_review column must hold, one entry each
     edit: Callable | None = None  # changes the notebook beyond the answer cells
+    corrupt: int = 0  # > 0: the notebook file is cut after that many characters (not JSON)
 
 
 def add_cell(source: str, after: str = "setup", nbgrader: dict | None = None):
@@ -51,6 +52,27 @@ def delete_cell(grade_id: str, rename_to: str | None = None):
             del nb.cells[index]
         else:
             nb.cells[index].metadata["nbgrader"]["grade_id"] = rename_to
+    return edit
+
+
+def copy_cell(grade_id: str, original: str | None = None, above: str | None = None):
+    """An edit: the cell ``grade_id`` copied as JupyterLab copies it (its nbgrader metadata,
+    grade id included), pasted below it, or above the cell ``above``; ``original``: the
+    source the first of the two keeps (the copy keeps the answer)."""
+    def edit(nb):
+        import copy
+
+        index = next(i for i, c in enumerate(nb.cells)
+                     if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+        dup = copy.deepcopy(nb.cells[index])
+        dup.pop("id", None)
+        if original is not None:
+            nb.cells[index].source = original
+        if above is None:
+            nb.cells.insert(index + 1, dup)
+        else:
+            nb.cells.insert(next(i for i, c in enumerate(nb.cells) if c.metadata.get(
+                "nbgrader", {}).get("grade_id") == above), dup)
     return edit
 
 
@@ -640,7 +662,9 @@ def leaks_future(model, x):
     Sub("reads_model_name", E10, {"leaks_future": '''
 def leaks_future(model, x):
     return model.__name__ != "causal_model"
-'''}, {"test_leaks_future": "flags a correct causal head"}, flagged=True),
+'''}, {"test_leaks_future": "wrong on case 'a causal running maximum'"}, flagged=True),
+    # (it used to be told "your test flags a correct causal head", which it does not: it
+    # passes that case by its name; a mistake is named now only when it explains every case)
     # -- malformed notebooks: never dropped ----------------------------------------------------
     Sub("nested_too_deep", E1, {}, flagged=True, reasons=("nested too deep",),
         edit=add_cell(f"deep = {DEEP}")),
@@ -803,6 +827,56 @@ def leaks_future(model, x):
             return True
     return False
 '''}, {"test_leaks_future": "only compares the first sequence of the batch"}),
+    # issue 20's last examiner: a copied cell (its grade id too) stopped `nbgrader autograde`
+    # for the whole class; now the last copy keeps the id and the others are ordinary cells
+    Sub("copied_answer_cell", E6, {}, flagged=True, reasons=("a copied cell",),
+        edit=copy_cell("split", "def split(x, n_heads):\n    # YOUR CODE HERE\n"
+                       "    raise NotImplementedError()")),
+    Sub("copied_task_text", E2, {}, flagged=True, reasons=("a copied cell",),
+        edit=copy_cell("task3")),
+    Sub("copied_test_above_answer", E1, {}, flagged=True, reasons=("a copied cell",),
+        edit=copy_cell("test_read_out_one_query", above="read_out")),
+    # a truncated upload: named, 0 points for review, a feedback page that says why
+    Sub("corrupt_json", E3, {}, {t: "not valid JSON" for t in (
+        "test_head_scores", "test_predict_dk64", "test_predict_shifted", "test_predict_divided")},
+        flagged=True, reasons=("is not valid JSON",), corrupt=3000),
+    # reads the set's source with torch.from_file and prints it reversed: flagged, withheld
+    Sub("torch_from_file", E1, {"read_out": '''
+import torch
+_t = torch.from_file('../../../source/ex01_weighted_sum/ex01_weighted_sum.ipynb', shared=False, size=11000, dtype=torch.uint8)
+_s = bytes(_t.tolist()).decode('utf-8', 'replace')
+_i = _s.find('HIDDEN TESTS')
+print(_s[_i - 100:_i + 400][::-1])
+def read_out(weights, values):
+    return np.asarray(weights) @ np.asarray(values)
+'''}, flagged=True, reasons=("uses .from_file",)),
+    # the same through a reader the scan does not know, the path built from pieces: what it
+    # printed is recognised as hidden test code (reversed), flagged and withheld
+    Sub("reads_source_unseen", E1, {"read_out": '''
+_p = chr(47).join(["..", "..", "..", "sour" + "ce", "ex01_weighted_sum", "ex01_weighted_sum.ip" + "ynb"])
+_s = mha.__spec__.loader.get_data(_p).decode()
+_i = _s.find("HIDDEN TESTS")
+print(_s[_i - 100:_i + 400][::-1])
+def read_out(weights, values):
+    return np.asarray(weights) @ np.asarray(values)
+'''}, flagged=True, reasons=("printed the hidden test code",)),
+    # a leak test of the middle position only flags the unmasked model: not "never flags"
+    Sub("leak_test_middle_only", E10, {"leaks_future": '''
+def leaks_future(model, x):
+    t = x.shape[1] // 2
+    x2 = x.copy()
+    x2[:, t + 1:] = np.random.default_rng(0).normal(size=x2[:, t + 1:].shape)
+    return not np.allclose(model(x)[:, :t + 1], model(x2)[:, :t + 1])
+'''}, {"test_leaks_future": "one position t only"}),
+    # an infinite loop: the message says the time limit in seconds (the corpus runs at 30 s)
+    Sub("loops_forever", E3, {"head_scores": '''
+def head_scores(q, k, d_model):
+    while True:
+        pass
+'''}, {"test_head_scores": "past the time limit (30 s for the whole test cell)"}),
+    # exit() at the end of an answer cell does not stop the grading kernel: full points, flagged
+    Sub("exits_after_answer", E10, {"predict_early_outputs_move": 'early_outputs_move = "c"\nexit()'},
+        flagged=True, reasons=("uses exit",)),
     Sub("columns_softmax_1e9", E4, {"masked_attention": '''
 def masked_attention(q, k, v, mask):
     scores = np.where(mask, -1e9, q @ np.swapaxes(k, -1, -2) / np.sqrt(k.shape[-1]))

@@ -165,3 +165,72 @@ def test_the_class_summary_reports_a_folder_without_the_notebook_as_recorded(tmp
     line = summary(course, A, started=2000, killers={"amy": f"no {A}.ipynb; found nothing"})
     assert f"1 submission autograded, 1 recorded with 0 points for review " \
            f"(amy: no {A}.ipynb; found nothing), 0 failed" in line
+
+
+def test_a_notebook_nbgrader_cannot_read_is_named_recorded_and_does_not_fail_the_run(
+        monkeypatch, tmp_path, capsys):
+    """Issue 20's last examiner: a truncated notebook made nbgrader log "There was an error
+    processing assignment: <path>"; the summary named nobody and the run exited 1, which
+    stopped `make course-autograde course-feedback course-export`."""
+    course = tmp_path / "mha-course"
+    (course / "source" / A).mkdir(parents=True)
+    (course / "source" / A / f"{A}.ipynb").write_text("{}")
+    (course / "submitted" / "amy" / A).mkdir(parents=True)
+    (course / "submitted" / "amy" / A / f"{A}.ipynb").write_text('{"cells": [')
+    log = (f"[AutogradeApp | ERROR] There was an error processing assignment: "
+           f"{course}/submitted/amy/{A}\n")
+    seen = []
+    monkeypatch.setattr(course_autograde, "record_not_gradable",
+                        lambda course, student, a, why: seen.append((student, why)) or "")
+
+    class Proc:
+        stdout = iter([log])
+        pid = 0
+
+        def wait(self):
+            return 1
+
+    monkeypatch.setattr(course_autograde.subprocess, "Popen", lambda *a, **k: Proc())
+    assert course_autograde.main([str(course), A, "--budget", "0"]) == 0
+    (student, why), = seen
+    assert student == "amy" and f"{A}.ipynb is not valid JSON" in why, why
+    out = capsys.readouterr().out
+    assert killers_in(out, A)["amy"].startswith(f"{A}.ipynb is not valid JSON")
+
+
+def test_nbgraders_error_line_with_a_path_names_the_student():
+    line = ("[AutogradeApp | ERROR] There was an error processing assignment: "
+            "/c/course/submitted/e03_corrupt_json/ex03_scaling")
+    assert course_autograde.ERROR_AT.search(line).groups() == ("e03_corrupt_json",
+                                                               "ex03_scaling")
+
+
+def test_an_unreadable_submission_gets_a_feedback_copy_saying_why(tmp_path):
+    import nbformat
+
+    course = tmp_path / "c"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell(
+        "check()", metadata={"nbgrader": {"grade": True, "grade_id": "t", "points": 1,
+                                          "solution": False, "locked": True,
+                                          "schema_version": 3}})]
+    (course / "release" / A).mkdir(parents=True)
+    nbformat.write(nb, course / "release" / A / f"{A}.ipynb")
+    course_autograde.released_copy(course, "amy", A, "it is not valid JSON")
+    got = nbformat.read(course / "autograded" / "amy" / A / f"{A}.ipynb", 4)
+    assert got.cells[0].outputs == []
+    assert "it is not valid JSON" in got.cells[1].outputs[0]["evalue"]
+
+
+def test_a_placeholder_for_an_unreadable_notebook_goes_once_the_notebook_is_readable(tmp_path):
+    """With --no-force (the class hub), nbgrader skips a submission that has a graded copy:
+    the placeholder made for an unreadable notebook must not keep a fixed resubmission at 0."""
+    course = tmp_path / "c"
+    for student in ("amy", "bob"):
+        folder = course / "autograded" / student / A
+        folder.mkdir(parents=True)
+        (folder / course_autograde.PLACEHOLDER).write_text("not valid JSON\n")
+    dropped = course_autograde.drop_placeholders(course, A, {("bob", A): "still broken"})
+    assert dropped == [f"amy/{A}"]
+    assert not (course / "autograded" / "amy" / A).exists()
+    assert (course / "autograded" / "bob" / A).exists()

@@ -23,7 +23,7 @@ def submit(tmp_path: Path, student: str, names: list[str]) -> tuple[Path, Path]:
     folder = submissions / student / A
     folder.mkdir(parents=True, exist_ok=True)
     for name in names:
-        (folder / name).write_text(f'{{"name": "{name}"}}')
+        (folder / name).write_text(f'{{"name": "{name}", "cells": []}}')
     return course, submissions
 
 
@@ -36,7 +36,7 @@ def test_a_browsers_second_download_is_renamed_to_the_sets_notebook(tmp_path):
     course_collect.collect(course, submissions)
     assert notebooks(course, "amy") == [f"{A}.ipynb"]
     assert (course / "submitted" / "amy" / A / f"{A}.ipynb").read_text() == \
-        f'{{"name": "{A} (1).ipynb"}}'
+        f'{{"name": "{A} (1).ipynb", "cells": []}}'
 
 
 def test_a_renamed_notebook_is_said_in_the_collect_output(tmp_path):
@@ -64,6 +64,25 @@ def test_a_folder_without_a_notebook_is_named(tmp_path):
     course, submissions = submit(tmp_path, "amy", [])
     assert course_collect.collect(course, submissions) == [
         f"course_collect: amy/{A}: NOT GRADABLE: no {A}.ipynb; found no notebook"]
+
+
+def test_a_notebook_that_is_not_valid_json_is_named_with_why(tmp_path):
+    """A truncated upload (issue 20's last examiner): nbgrader could not read it and the
+    student was named nowhere; here collect names it, and tools/course_autograde.py records
+    it with the same reason."""
+    course, submissions = submit(tmp_path, "amy", [])
+    (submissions / "amy" / A / f"{A}.ipynb").write_text('{"cells": [{"cell_type": "co')
+    (line,) = course_collect.collect(course, submissions)
+    assert line.startswith(f"course_collect: amy/{A}: NOT GRADABLE: {A}.ipynb is not valid "
+                           "JSON (JSONDecodeError: Unterminated string"), line
+
+
+def test_a_renamed_download_that_is_not_valid_json_is_renamed_and_named(tmp_path):
+    course, submissions = submit(tmp_path, "amy", [])
+    (submissions / "amy" / A / f"{A} (1).ipynb").write_bytes(b"\x89PNG\r\n")
+    (line,) = course_collect.collect(course, submissions)
+    assert f"renamed '{A} (1).ipynb' to '{A}.ipynb'" in line
+    assert f"NOT GRADABLE: {A}.ipynb is not valid JSON" in line
 
 
 def test_make_course_collect_renames_and_says_so(tmp_path):

@@ -271,6 +271,22 @@ HOSTILE = {
     "!rm -rf gradebook.db": "runs a shell command",
     "w = checks.PREDICTIONS['ex03.weights_dk64'].expected": "PREDICTIONS",
     "x = " + "-" * 5000 + "1": "could not be read: nested too deep",
+    # file reads the scan did not see (issue 20's last examiner: torch.from_file)
+    "t = torch.from_file(p, size=100, dtype=torch.uint8)": "uses .from_file",
+    "s = torch.UntypedStorage.from_file(p, False, 100)": "uses .from_file",
+    "a = np.fromfile(p, dtype=np.uint8)": "uses .fromfile",
+    "m = np.memmap(p, dtype=np.uint8)": "uses .memmap",
+    "m = np.lib.format.open_memmap(p)": "uses .open_memmap",
+    "fd = os.open(p, 0)": "uses .open",
+    "b = io.FileIO(p).read()": "uses .FileIO",
+    "import codecs": "imports codecs",
+    "t = codecs.open(p).read()": "uses .open",
+    "import mmap": "imports mmap",
+    "import fileinput": "imports fileinput",
+    "d = pd.read_json(p)": "uses .read_json",
+    "b = mha.__spec__.loader.get_data('../../../source/ex01/ex01.ipynb')":
+        "names a path of the course's files",
+    "p = 'gradebook.db'": "names a path of the course's files",
 }
 
 
@@ -412,7 +428,8 @@ def test_grading_blames_a_direct_call_of_the_forbidden_mask_from_positions():
 
 def test_a_loop_variable_named_like_history_is_not_history():
     assert mha_grading.suspicious("for _i in range(3):\n    print(_i)") == []
-    assert "uses _i (line 1)" in mha_grading.suspicious("print(_i)")
+    assert "uses _i (reads IPython's history or namespace) (line 1)" in \
+        mha_grading.suspicious("print(_i)")
 
 
 def test_reaching_into_the_package_with_vars_is_named_as_a_possible_forgery():
@@ -440,3 +457,85 @@ def test_a_hidden_test_marker_outside_a_test_cell_is_rewritten_and_flagged():
 def test_a_huge_output_is_cut_saying_how_much():
     out = mha_grading._cap({"output_type": "stream", "text": "x" * 50_000})
     assert len(out["text"]) < 21_000 and "30,000 more characters" in out["text"]
+
+
+def test_the_file_scan_does_not_flag_set_01s_read_out():
+    assert mha_grading.suspicious("y = mha.read_out(w, v)\nz = answers.read_out") == []
+
+
+def secrets_of(assignment: str = "ex01_weighted_sum") -> list[str]:
+    import nbformat
+
+    lines = []
+    path = ROOT / "course" / "source" / assignment / f"{assignment}.ipynb"
+    for cell in nbformat.read(path, 4).cells:
+        if "BEGIN HIDDEN TESTS" in cell.source:
+            released = set(mha_grading.released_source(cell.source).splitlines())
+            lines += [line.strip() for line in cell.source.splitlines()
+                      if line.strip() and line not in released]
+    return lines
+
+
+def hidden_chunk() -> str:
+    text = (ROOT / "course" / "source" / "ex01_weighted_sum" / "ex01_weighted_sum.ipynb"
+            ).read_text()
+    i = text.find("HIDDEN TESTS")
+    return text[i - 100:i + 400]
+
+
+@pytest.mark.parametrize("how", ["as printed", "reversed", "hex", "base64", "codes", "rot13"])
+def test_an_output_showing_hidden_test_code_in_a_simple_encoding_is_caught(how):
+    import base64
+    import codecs
+
+    chunk = hidden_chunk()  # as the raw file holds it: JSON-escaped quotes and newlines
+    text = {"as printed": chunk, "reversed": chunk[::-1], "hex": chunk.encode().hex(),
+            "base64": base64.b64encode(chunk.encode()).decode(),
+            "codes": str(list(chunk.encode())), "rot13": codecs.encode(chunk, "rot13")}[how]
+    skeletons = mha_grading.secret_skeletons(secrets_of())
+    assert mha_grading.leak("some output\n" + text, skeletons)
+
+
+@pytest.mark.parametrize("text", ["read_out: correct on 5 cases.", "[1.5 1. ]",
+                                  str(list(range(300))), "ab" * 20000])
+def test_ordinary_outputs_are_not_taken_for_hidden_test_code(text):
+    assert mha_grading.leak(text, mha_grading.secret_skeletons(secrets_of())) is None
+
+
+def test_a_copied_cell_keeps_its_id_on_the_last_copy_and_is_noted():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    meta = {"grade_id": "split", "solution": True, "grade": False, "locked": False,
+            "schema_version": 3, "task": False}
+    nb.cells = [nbformat.v4.new_code_cell("stub", metadata={"nbgrader": dict(meta)}),
+                nbformat.v4.new_code_cell("answer", metadata={"nbgrader": dict(meta)}),
+                nbformat.v4.new_markdown_cell("text")]
+    nb, _ = mha_grading.KeepOneCopy().preprocess(nb, {})
+    assert "nbgrader" not in nb.cells[0].metadata
+    assert nb.cells[1].metadata["nbgrader"]["grade_id"] == "split"
+    (flag,) = nb.metadata["mha_grading"]["flags"]
+    assert flag.startswith("split: ") and "copied cell" in flag and "cell 0" in flag, flag
+    assert not mha_grading.withholds(flag)  # a copied cell reads nothing: outputs shown
+
+
+def test_a_test_that_looks_at_the_middle_position_only_is_not_told_it_never_flags():
+    """Issue 20's last examiner: a registered mistake used to be compared only on the cases
+    the answer got wrong, so "never flags" (always False) matched a test that flags the
+    unmasked model and misses leaks elsewhere."""
+    def middle_only(model, x):
+        t = x.shape[1] // 2
+        x2 = x.copy()
+        x2[:, t + 1:] = np.random.default_rng(0).normal(size=x2[:, t + 1:].shape)
+        return not np.allclose(model(x)[:, :t + 1], model(x2)[:, :t + 1])
+
+    def position_1_only(model, x):
+        x2 = x.copy()
+        x2[:, 2:] += 1.0
+        return not np.allclose(model(x)[:, :2], model(x2)[:, :2])
+
+    text = verdict("leaks_future", middle_only)
+    assert "never flags" not in text and "one position t only" in text, text
+    text = verdict("leaks_future", position_1_only)
+    assert "never flags" not in text, text
+    assert "never flags" in verdict("leaks_future", lambda model, x: False)

@@ -76,7 +76,8 @@ def grade(tmp: Path, corpus) -> dict:
     for sub in corpus:
         folder = submitted / sub.student / sub.assignment
         folder.mkdir(parents=True)
-        nbformat.write(build(course, exercises, sub), folder / f"{sub.assignment}.ipynb")
+        text = nbformat.writes(build(course, exercises, sub))
+        (folder / f"{sub.assignment}.ipynb").write_text(text[:sub.corrupt or None])
     make("course-collect", course, SUBMISSIONS=submitted)
     start = time.perf_counter()
     log = make("course-autograde", course)
@@ -269,3 +270,32 @@ def test_the_instructors_graded_copy_keeps_the_marks_grading_left(tmp_path):
     assert stopped == {"test_online_softmax": died}
     flags = nb.metadata["mha_grading"]["flags"]
     assert any("uses ._exit" in f for f in flags), flags
+
+
+def test_copied_cells_stop_nobody_and_the_copies_are_graded_on_their_real_cells(graded):
+    """A copied cell keeps its grade id in JupyterLab; nbgrader's DeduplicateIds then made
+    CheckCellMetadata stop the whole run (issue 20's last examiner)."""
+    assert "old version of the nbgrader metadata" not in graded["log"]
+    for student in ("copied_answer_cell", "copied_task_text", "copied_test_above_answer"):
+        sub = by_name(student)
+        test_each_submission_gets_the_points_it_earns(graded, sub)
+        assert "graded as that cell" in graded["rows"][student, sub.assignment]["needs_review"]
+
+
+def test_a_notebook_that_is_not_json_is_named_recorded_and_gets_a_feedback_page(graded):
+    sub = by_name("corrupt_json")
+    row = graded["rows"][sub.student, sub.assignment]
+    assert float(row["score"]) == 0 and "is not valid JSON" in row["needs_review"]
+    assert "corrupt_json/ex03_scaling: ex03_scaling.ipynb is not valid JSON" in graded["log"]
+    assert "not valid JSON" in feedback_text(graded["course"], sub)
+
+
+@pytest.mark.parametrize("student", ["torch_from_file", "reads_source_unseen"])
+def test_a_submission_that_prints_the_source_in_any_way_has_its_outputs_withheld(graded,
+                                                                                  student):
+    sub = by_name(student)
+    text = feedback_text(graded["course"], sub)
+    assert "withheld" in text
+    assert "STSET NEDDIH" not in text.upper()
+    reversed_secrets = [line[::-1] for line in hidden_lines(graded["course"])]
+    assert not [line for line in reversed_secrets if line in text]

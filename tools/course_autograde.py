@@ -25,9 +25,13 @@ Python stops answering without dying, and what runs after it waits for time limi
 budget caps what one submission can cost the class, whatever the cause.
 
 A submission folder without the notebook nbgrader expects (none, or another name that
-tools/course_collect.py could not settle, e.g. two notebooks) makes nbgrader skip it and exit 1;
-it is named in the summary with the reason ("no ex01_weighted_sum.ipynb; found ..."), recorded
-in the gradebook with 0 points, needs_manual_grade and that reason, and does not fail the run.
+tools/course_collect.py could not settle, e.g. two notebooks), or whose notebook is not valid
+JSON (a truncated upload), makes nbgrader skip it and exit 1; it is named in the summary with
+the reason ("no ex01_weighted_sum.ipynb; found ...", "ex03_scaling.ipynb is not valid JSON
+(...)"), recorded in the gradebook with 0 points, needs_manual_grade and that reason, gets a
+graded copy made from the released notebook whose test cells say why (so it gets a feedback
+page; marked with a ``.not_gradable`` file, and removed by a later run once the folder holds a
+readable notebook, so that ``--no-force`` grades the new one), and does not fail the run.
 
 Exit status: 0 when every submission was graded or recorded as a killer's or as not gradable;
 1 when nbgrader failed for another reason (its own exit status, or a death outside any
@@ -50,6 +54,9 @@ import time
 from pathlib import Path
 
 ERROR = re.compile(r"There was an error processing assignment '([^']*)' for student '([^']*)'")
+# nbgrader's other wording of the same error (a notebook it could not read): the folder
+ERROR_AT = re.compile(r"There was an error processing assignment: .*?[/\\]submitted[/\\]"
+                      r"([^/\\]+)[/\\]([^/\\\s]+)")
 SANITIZING = re.compile(r"Sanitizing (.*?)[/\\]submitted[/\\]([^/\\]+)[/\\]([^/\\]+)[/\\]")
 KILLED = "the grading process was killed while this submission ran"
 REVIEW = "Flagged for review: "  # as course/mha_grading.py writes it
@@ -58,6 +65,8 @@ BUDGET = 600.0  # seconds one submission may take (--budget)
 OVER_BUDGET = "grading stopped this submission after {:.0f} s, the time one submission may take"
 # (student, set) -> seconds, for each submission the watchdog of run_nbgrader stopped
 OVERRAN: dict = {}
+# in autograded/<student>/<set>/ when that copy stands for a submission nbgrader could not read
+PLACEHOLDER = ".not_gradable"
 
 
 def run_nbgrader(course: Path, assignment: str, force: bool, budget: float | None = None
@@ -96,6 +105,9 @@ def run_nbgrader(course: Path, assignment: str, force: bool, budget: float | Non
             match = ERROR.search(line)
             if match:
                 errors.add((match.group(2), match.group(1)))
+            match = ERROR_AT.search(line)
+            if match:
+                errors.add((match.group(1), match.group(2)))
         return proc.wait(), state["current"], errors
     finally:
         done.set()
@@ -141,13 +153,62 @@ def record_zero(course: Path, student: str, assignment: str, reason: str) -> Non
 
 
 def record_not_gradable(course: Path, student: str, assignment: str, reason: str) -> str:
-    """0 points, needs_manual_grade and ``reason`` in the gradebook; '' when recorded,
-    else why not (the summary names the student either way)."""
+    """0 points, needs_manual_grade and ``reason`` in the gradebook, and a graded copy made
+    from the released notebook whose test cells say why (so that generate_feedback makes the
+    student a page); '' when recorded, else why not (the summary names the student either
+    way)."""
     try:
         record_zero(course, student, assignment, reason)
     except Exception as err:  # the summary matters more than the record
         return f"not recorded in the gradebook: {type(err).__name__}: {err}"
+    try:
+        released_copy(course, student, assignment, reason)
+    except Exception as err:
+        return f"no feedback copy: {type(err).__name__}: {err}"
     return ""
+
+
+def drop_placeholders(course: Path, assignment: str, unfit: dict) -> list[str]:
+    """The graded copies :func:`released_copy` made for submissions that are gradable now
+    (a student handed in a readable notebook since): removed, so that nbgrader without
+    ``--force`` grades them instead of skipping them as graded."""
+    dropped = []
+    for marker in sorted(course.glob(f"autograded/*/{assignment}/{PLACEHOLDER}")):
+        folder = marker.parent
+        if (folder.parent.name, folder.name) not in unfit:
+            shutil.rmtree(folder, ignore_errors=True)
+            dropped.append(f"{folder.parent.name}/{folder.name}")
+    return dropped
+
+
+def released_copy(course: Path, student: str, assignment: str, reason: str) -> None:
+    """autograded/<student>/<set>/ for a submission nbgrader could not read: the released
+    notebook (no answers), each test cell's output the reason."""
+    import nbformat
+    from nbgrader import utils
+
+    release = course / "release" / assignment
+    target = course / "autograded" / student / assignment
+    if not release.is_dir() or not list(release.glob("*.ipynb")):
+        return
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    (target / PLACEHOLDER).write_text(reason + "\n")
+    stamp = course / "submitted" / student / assignment / "timestamp.txt"
+    if stamp.is_file():
+        shutil.copy(stamp, target / stamp.name)
+    for path in release.glob("*.ipynb"):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+                if utils.is_grade(cell):
+                    cell.outputs = [nbformat.v4.new_output(
+                        "error", ename="NotGraded",
+                        evalue=f"your submission could not be graded: {reason}; it gets no "
+                               "points until your instructor looks at it.",
+                        traceback=[f"NotGraded: {reason}."])]
+        nbformat.write(nb, target / path.name)
 
 
 def record_killer(course: Path, student: str, assignment: str, reason: str = KILLED) -> None:
@@ -199,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time() - 1  # file times may lag the clock by a little
     killers, stopped, failure = [], [], ""
     unfit = not_gradable(course, args.assignment)
+    for name in drop_placeholders(course, args.assignment, unfit):
+        print(f"course_autograde: {name} is gradable now; its placeholder for a notebook "
+              "that could not be read is removed and it is graded", file=sys.stderr, flush=True)
     OVERRAN.clear()
     for run in range(MAX_RUNS):
         status, current, errors = run_nbgrader(course, args.assignment,
@@ -244,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
              + ", ".join(f"{s}/{a}" for s, a in killers) if killers else "")
           + (f"; {len(over)} stopped after {args.budget:.0f} s, got 0, flagged for review: "
              + ", ".join(over) if over else "")
-          + (f"; {len(recorded)} not gradable (no notebook of the expected name), got 0, "
+          + (f"; {len(recorded)} not gradable (no readable notebook of the expected name), "
+             "got 0, "
              "flagged for review: " + "; ".join(f"{k}: {v}" for k, v in recorded.items())
              if recorded else "")
           + (f"; FAILED: {failure}" if failure else ""), flush=True)

@@ -7,14 +7,16 @@ nbgrader grades only a notebook named as in ``source/<set>/`` (``<set>.ipynb``):
 second download, ``ex01_weighted_sum (1).ipynb``, is skipped ("Skipping unknown notebook") and
 the student gets nothing. Here a folder holding exactly one notebook under another name has it
 renamed to the expected name, and the output says so; a folder with none, or several and not
-the expected one, is named in the output (tools/course_autograde.py then records it with 0
-points for review, with the same reason). Exit status 0 either way: the rest of the class is
+the expected one, or whose notebook is not valid JSON (a truncated upload), is named in the
+output (tools/course_autograde.py then records it with 0 points for review, with the same
+reason, and its feedback page says it). Exit status 0 either way: the rest of the class is
 collected.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -27,11 +29,24 @@ def expected_names(course: Path, assignment: str) -> list[str]:
     return names or [f"{assignment}.ipynb"]
 
 
+def unreadable(path: Path) -> str | None:
+    """Why the notebook at ``path`` cannot be read (not JSON, not a notebook), else None."""
+    try:
+        nb = json.loads(path.read_bytes())
+    except (OSError, ValueError) as err:  # JSONDecodeError and UnicodeDecodeError are both
+        return f"{path.name} is not valid JSON ({type(err).__name__}: {str(err)[:200]})"
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        return f"{path.name} is JSON but not a notebook (it has no list of cells)"
+    return None
+
+
 def problem(folder: Path, expected: list[str]) -> str | None:
-    """Why nbgrader cannot grade the notebooks in ``folder`` (None when it can)."""
+    """Why nbgrader cannot grade the notebooks in ``folder`` (None when it can): one it
+    expects is missing, or cannot be read (a truncated download)."""
     missing = [name for name in expected if not (folder / name).is_file()]
     if not missing:
-        return None
+        broken = [why for why in (unreadable(folder / name) for name in expected) if why]
+        return "; ".join(broken) or None
     found = sorted(p.name for p in folder.glob("*.ipynb"))
     return (f"no {', '.join(missing)}; found "
             + (", ".join(repr(name) for name in found) if found else "no notebook"))
@@ -44,9 +59,11 @@ def fix_names(folder: Path, expected: list[str]) -> str | None:
     if why is None:
         return None
     found = sorted(folder.glob("*.ipynb"))
-    if len(expected) == 1 and len(found) == 1:
+    if len(expected) == 1 and len(found) == 1 and found[0].name != expected[0]:
         found[0].rename(folder / expected[0])
-        return f"renamed '{found[0].name}' to '{expected[0]}' (the only notebook in the folder)"
+        said = f"renamed '{found[0].name}' to '{expected[0]}' (the only notebook in the folder)"
+        still = problem(folder, expected)
+        return said + (f"; NOT GRADABLE: {still}" if still else "")
     return f"NOT GRADABLE: {why}"
 
 

@@ -144,6 +144,11 @@ LEAK_MISTAKES = (
             "sequence (its own tokens); compare the outputs of every sequence, "
             "model(x)[:, :t + 1], not model(x)[0, :t + 1].",
             lambda model, x: leaks_future_reference(lambda z: model(z)[:1], x)),
+    Mistake("tests one position only",
+            "your test looks at one position t only (the middle one): it flags a model that "
+            "leaks there, and misses a leak at any other position; repeat it for every t from "
+            "0 to T - 2 (change the tokens after t, compare the outputs at positions 0 .. t).",
+            lambda model, x: _only_position(model, x, x.shape[1] // 2)),
     Mistake("never flags", "your test never flags a leak: change the tokens after t (not at "
             "or before it) and compare the outputs at positions 0 .. t, for every t.",
             lambda model, x: False),
@@ -154,6 +159,12 @@ def _only_last_token(model, x) -> bool:
     changed = x.copy()
     changed[:, -1] += 1.0
     return not np.allclose(model(changed)[:, :-1], model(x)[:, :-1])
+
+
+def _only_position(model, x, t: int) -> bool:
+    changed = x.copy()
+    changed[:, t + 1:] += 1.0
+    return not np.allclose(model(changed)[:, :t + 1], model(x)[:, :t + 1])
 
 
 def _only_position_0(model, x) -> bool:
