@@ -46,7 +46,7 @@ from traitlets import Integer
 # Imported now, before any student kernel starts: a file the kernel rewrites later
 # changes nothing in this process.
 from mha.checks import grading as mha_grading
-from mha.checks._core import error_text
+from mha.checks._core import NotAttempted, error_text
 
 MIME = mha_grading.MIME
 HIDDEN_CALL = re.compile(r'_grading\.(record|record_answer)\(\s*"([\w.]+)"\s*,\s*(\w+)\s*'
@@ -756,6 +756,7 @@ class GradeOutsideKernel(NbGraderPreprocessor):
         records = _records(cell)
         stopped = cell.metadata.get("mha_stopped")
         passed, text = False, ""
+        ename = "CheckFailed"  # the error's name on the feedback page, as the notebook shows it
         with contextlib.redirect_stdout(io.StringIO()):
             try:
                 if not records:
@@ -773,6 +774,8 @@ class GradeOutsideKernel(NbGraderPreprocessor):
                         f"({problem}); your instructor will look at it.")
             except AssertionError as failed:
                 text = str(failed)
+                if isinstance(failed, NotAttempted):
+                    ename = "NotAttempted"
             except Exception as err:  # a bug of grading, not of the student: say so
                 flags.append(f"{grade_id}: grading raised {error_text(err)}")
                 text = f"{variable}: grading could not judge this cell ({error_text(err)})."
@@ -795,7 +798,7 @@ class GradeOutsideKernel(NbGraderPreprocessor):
                 text = said if passed else f"{text}\n{said}"
                 passed = False
         cell.outputs = ([NotebookNode(output_type="stream", name="stdout", text=text + "\n")]
-                        if passed else [_error_output("CheckFailed", text)])
+                        if passed else [_error_output(ename, text)])
 
     def cell_timeout(self) -> float | None:
         """nbgrader's time limit per cell (``c.Execute.timeout``) in seconds, as

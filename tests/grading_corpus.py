@@ -102,6 +102,18 @@ def read_out(weights, values):
 ''', "predict_read_out": "predicted_read_out = (0.75, 0.5)",
         "predict_weight": "weight_on_first = np.float64(0.5)",
         "predict_reachable": "can_read_out_2_2 = np.bool_(False)"}),
+    # handed in untouched: each stub is named "not attempted" (NotAttempted, as the notebook says)
+    Sub("untouched_stubs", E1, {"read_out": '''
+def read_out(weights, values):
+    """weights (..., Tk), values (Tk, dv) -> (..., dv)."""
+    # YOUR CODE HERE
+    raise NotImplementedError()
+''', "predict_read_out": '''
+predicted_read_out = None  # your prediction, e.g. [0.1, 0.2]
+# YOUR CODE HERE
+raise NotImplementedError()
+'''}, expect={"test_read_out_one_query": "not attempted", "test_read_out_many_queries": "not attempted",
+               "test_predict_read_out": "not attempted"}),
     Sub("einsum_f32", E1, {"read_out": '''
 def read_out(weights, values):
     return np.einsum("...k,kd->...d", np.asarray(weights, np.float32), np.asarray(values, np.float32))

@@ -299,3 +299,16 @@ def test_a_submission_that_prints_the_source_in_any_way_has_its_outputs_withheld
     assert "STSET NEDDIH" not in text.upper()
     reversed_secrets = [line[::-1] for line in hidden_lines(graded["course"])]
     assert not [line for line in reversed_secrets if line in text]
+
+
+def test_an_untouched_stub_is_reported_as_not_attempted_as_the_notebook_says(graded):
+    """The feedback names the error as the learner's notebook did (NotAttempted), not
+    CheckFailed, which read like a wrong answer next to the notebook's label."""
+    sub = by_name("untouched_stubs")
+    path = (graded["course"] / "autograded" / sub.student / sub.assignment
+            / f"{sub.assignment}.ipynb")
+    names = {c.metadata["nbgrader"]["grade_id"]: [o.get("ename") for o in c.outputs]
+             for c in nbformat.read(path, 4).cells if c.metadata.get("nbgrader", {}).get("grade")}
+    for cell in sub.expect:
+        assert names[cell] == ["NotAttempted"], (cell, names[cell])
+    assert names["test_predict_weight"] == [None], names  # answered: a passing line
