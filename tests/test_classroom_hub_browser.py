@@ -177,6 +177,13 @@ def flow(request):
     with running_class(users) as room:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         teacher = log_in(browser, room, INSTRUCTOR)
+        # the instructor's first screen is the Formgrader tab, not an empty Launcher
+        first = formgrader_frame(teacher)
+        first.wait_for_selector("td.name", timeout=SLOW)
+        seen["instructor_start"] = {
+            "url": teacher.url, "active_tab": teacher.locator(
+                "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current").first.inner_text()}
+        teacher.screenshot(path=str(SHOTS / "0-instructor-first-screen.png"))
         menu(teacher, "Nbgrader", "Formgrader")
         frame = formgrader_frame(teacher)
         frame.wait_for_selector("td.name", timeout=SLOW)
@@ -303,6 +310,14 @@ def flow(request):
         browser.close()
         yield seen
     assert room.left == [], f"the class left behind: {room.left}"
+
+
+def test_the_instructor_lands_on_the_formgrader_tab(flow):
+    """After login the instructor sees the Formgrader (walk19d, A01: an empty Launcher beside
+    mha-course/ and nbgrader_config.py, nothing pointing to Nbgrader > Formgrader)."""
+    start = flow["instructor_start"]
+    assert "formgrader=true" in start["url"] or "/lab" in start["url"], start
+    assert start["active_tab"].strip() == "Formgrader", start
 
 
 def test_the_formgrader_opens_inside_jupyterlab(flow):

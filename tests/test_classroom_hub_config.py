@@ -38,8 +38,10 @@ def test_a_student_starts_on_lesson_00(monkeypatch, tmp_path):
     assert student.default_url == "/lab/tree/00_start_here.ipynb"
 
 
-def test_the_instructor_starts_on_jupyterlab(monkeypatch, tmp_path):
+def test_the_instructor_starts_on_the_formgrader_tab(monkeypatch, tmp_path):
+    """Not an empty Launcher (walk19d, A01): nbgrader's lab extension opens its Formgrader tab
+    for ?formgrader=true (tests/test_classroom_hub_browser.py sees the tab after login)."""
     hook = hub_namespace(monkeypatch, tmp_path)["role_settings"]
     instructor = spawner("lecturer")
     hook(instructor)
-    assert instructor.default_url == "/lab"
+    assert instructor.default_url == "/lab?formgrader=true"
