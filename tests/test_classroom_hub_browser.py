@@ -335,6 +335,13 @@ def test_each_formgrader_step_succeeds_from_its_button(flow, step, words):
     assert words in flow[step], flow[step][:500]
 
 
+def test_the_formgraders_dialogs_show_no_debug_lines(flow):
+    """The Generate Feedback dialog listed nbconvert's template paths as [DEBUG] lines
+    (walk19d, D07): the instructor's server logs at INFO (instructor-config/)."""
+    for text in [flow["generate"], flow["collect"], flow["feedback"], *flow["autograde"]]:
+        assert "[DEBUG]" not in text, text[:800]
+
+
 def test_every_submission_is_autograded_from_the_submissions_page(flow):
     assert len(flow["autograde"]) == 2
     assert all("Successfully autograded" in text for text in flow["autograde"])
