@@ -140,8 +140,8 @@ def role_settings(spawner):
     list off, the lessons in their home (classroom/sync_lessons.py: copied once, updated while
     no cell's text changed, never overwritten once edited) and JupyterLab opening on lesson 00.
     The instructor: JupyterLab opening on the Formgrader tab, a config folder that lets
-    JupyterLab frame the Formgrader (its own origin only), and the roster's students, with their names, in the gradebook
-    (classroom/register_students.py)."""
+    JupyterLab frame the Formgrader (its own origin only), and the roster's students, with
+    their names, in the gradebook (classroom/register_students.py)."""
     name = spawner.user.name
     if name != INSTRUCTOR:
         student_config = os.path.join(ENV, "etc", "jupyter-student")
