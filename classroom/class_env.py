@@ -21,6 +21,8 @@ PREFIX/env    a venv made from /usr/bin/python3 (not pyenv's, which lives under 
               browser when done, "Validate" shows on a student's exercise sets only
               (marked edits)
               nbgrader's formgrader/static/css/nbgrader.css: classroom/formgrader-tables.css
+              nbgrader's formgrader/static/js/utils.js: classroom/formgrader-names.js
+              (a name in the tables breaks only after an underscore)
               jupyter_server's static/custom/custom.css: classroom/notebook-outputs.css
               (outputs wrap between words; the configs turn LabApp.custom_css on)
 PREFIX/proxy  configurable-http-proxy from npm.
@@ -158,6 +160,7 @@ def build(prefix: Path, python: str, torch_args: list[str]) -> None:
     open_feedback_from_its_link(env)
     refresh_files_after_fetch(env)
     formgrader_tables_fit(env)
+    formgrader_names_break_at_underscores(env)
     feedback_link_keeps_the_file_browser(env)
     validate_button_on_sets_only(env)
     notebook_outputs_wrap_between_words(env)
@@ -228,6 +231,21 @@ def formgrader_tables_fit(env: Path) -> None:
         text = sheet.read_text().split(TABLES)[0].rstrip("\n")
         sheet.write_text(text + "\n\n" + css)
         print(f"the Formgrader's tables fit its tab: {sheet}")
+
+
+NAMES = "/*mha: names in the Formgrader's tables break after underscores*/"
+
+
+def formgrader_names_break_at_underscores(env: Path) -> None:
+    """Append classroom/formgrader-names.js to nbgrader's formgrader/static/js/utils.js (every
+    Formgrader page loads it), replacing what an earlier run appended: a set's name breaks only
+    after an underscore, not inside a word ("ex02_scores_and_so|ftmax")."""
+    script = NAMES + "\n" + (HERE / "formgrader-names.js").read_text()
+    for utils in env.glob("lib/python3*/site-packages/nbgrader/server_extensions/formgrader/"
+                          "static/js/utils.js"):
+        text = utils.read_text().split(NAMES)[0].rstrip("\n")
+        utils.write_text(text + "\n\n" + script)
+        print(f"the Formgrader's names break after underscores: {utils}")
 
 
 FEEDBACK_OPENED = re.compile(

@@ -115,6 +115,10 @@ c.Spawner.environment = {
 
 
 STUDENT_START = "/lab/tree/00_start_here.ipynb"  # copied to each student's home at login
+# The instructor's JupyterLab opens with the Formgrader tab (nbgrader's lab extension opens it
+# for this query, its own route), not an empty Launcher beside mha-course/ and
+# nbgrader_config.py with nothing pointing to Nbgrader > Formgrader (walk19d, A01).
+INSTRUCTOR_START = "/lab?formgrader=true"
 SHARE = os.path.join(ENV, "share", "mha-course")  # the lessons and two helper scripts
                                                  # (classroom/class_env.py puts them there)
 
@@ -135,9 +139,9 @@ def role_settings(spawner):
     """Before a server starts. Students: a config folder that turns the formgrader and course
     list off, the lessons in their home (classroom/sync_lessons.py: copied once, updated while
     no cell's text changed, never overwritten once edited) and JupyterLab opening on lesson 00.
-    The instructor: a config folder that lets JupyterLab frame the Formgrader (its own origin
-    only), and the roster's students, with their names, in the gradebook
-    (classroom/register_students.py)."""
+    The instructor: JupyterLab opening on the Formgrader tab, a config folder that lets
+    JupyterLab frame the Formgrader (its own origin only), and the roster's students, with
+    their names, in the gradebook (classroom/register_students.py)."""
     name = spawner.user.name
     if name != INSTRUCTOR:
         student_config = os.path.join(ENV, "etc", "jupyter-student")
@@ -146,6 +150,7 @@ def role_settings(spawner):
                 pwd.getpwnam(name).pw_dir)
         spawner.default_url = STUDENT_START  # lesson 00, as `make lab` opens it
         return
+    spawner.default_url = INSTRUCTOR_START
     instructor_config = os.path.join(ENV, "etc", "jupyter-instructor")
     spawner.environment = {**spawner.environment, "JUPYTER_CONFIG_PATH": instructor_config}
     students = [{"id": u, "first_name": NAMES.get(u, ("", ""))[0] or u,

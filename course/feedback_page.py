@@ -35,6 +35,7 @@ import re
 from class_copy import LAUNCH_TAGS, without_launch_cells  # noqa: F401 (LAUNCH_TAGS: tests)
 from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
+from nbgrader.preprocessors import GetGrades
 from traitlets import Bool, default
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -95,6 +96,22 @@ class WrapLongLines(Preprocessor):
     def preprocess(self, nb, resources):
         resources.setdefault("inlining", {}).setdefault("css", []).append(WRAP_CSS)
         return nb, resources
+
+
+class InstructorCommentsOnly(GetGrades):
+    """nbgrader's GetGrades, but an answer's comment on the page is the instructor's own
+    (the gradebook's ``manual_comment``), never the autograder's "No response." for an
+    untouched answer: that put a "Comment" row in the score summary and "Comments: No
+    response." under the answer, and a student wondered whether a teacher's reply was
+    missing. With no instructor comment the cell has none, and nbgrader's feedback template
+    shows neither."""
+
+    def _get_comment(self, cell, resources):
+        comment = self.gradebook.find_comment(
+            cell.metadata["nbgrader"]["grade_id"], self.notebook_id, self.assignment_id,
+            self.student_id)
+        text = comment.manual_comment
+        cell.metadata.nbgrader["comment"] = text if text and text.strip() else None
 
 
 def template_dirs(folder: str | None = None) -> list[str]:

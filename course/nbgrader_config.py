@@ -155,13 +155,18 @@ c.ClearHiddenTests.end_test_delimeter = "END HIDDEN TESTS"
 from feedback_page import (  # noqa: E402
     TEMPLATE_NAME,
     FeedbackExporter,
+    InstructorCommentsOnly,
     MathToMathML,
     WrapLongLines,
     formgrade_template_dirs,
     template_dirs,
 )
 
-c.GenerateFeedback.preprocessors = [MathToMathML, *c.GenerateFeedback.preprocessors, WrapLongLines]
+# An answer's comment on the page is the instructor's, never nbgrader's "No response."
+c.GenerateFeedback.preprocessors = [
+    MathToMathML,
+    *(InstructorCommentsOnly if p is GetGrades else p for p in c.GenerateFeedback.preprocessors),
+    WrapLongLines]
 c.GenerateFeedback.exporter_class = FeedbackExporter
 c.FeedbackExporter.template_name = TEMPLATE_NAME
 c.FeedbackExporter.extra_template_basedirs = template_dirs()

@@ -296,6 +296,37 @@ def test_a_failed_test_cell_names_the_mistake_in_the_feedback(classroom):
     assert "mask applied after softmax" in path.read_text()
 
 
+def test_an_untouched_answer_gets_no_empty_comment_on_the_feedback_page(classroom):
+    """partly_correct left the masked_attention stub: nbgrader's autograder gives it the
+    comment "No response.", which its template showed as a "Comment" row in the score summary
+    and "Comments: No response." under the answer (walk19d, C22). The page shows neither."""
+    page = (classroom["course"] / "feedback" / "partly_correct" / M / f"{M}.html").read_text()
+    assert "No response" not in page
+    assert ">Comment<" not in page and "<li>Comment" not in page.replace(" ", "")
+    assert "Comments:" not in page
+
+
+def test_an_instructors_comment_still_reaches_the_feedback_page(classroom):
+    """A comment the instructor wrote in the Formgrader (the gradebook's manual comment) is
+    shown under the answer, with its row in the score summary."""
+    from nbgrader.api import Gradebook
+
+    course, student = classroom["course"], "edits_locked_cell"
+    with Gradebook("sqlite:///" + str(course / "gradebook.db")) as gb:
+        comment = gb.find_comment("masked_attention", M, M, student)
+        comment.manual_comment = "Start from the scores, then mask before the softmax."
+        gb.db.commit()
+    bin_dir = Path(sys.executable).parent
+    proc = subprocess.run([str(bin_dir / "nbgrader"), "generate_feedback", M, "--student",
+                           student, "--force"], cwd=course, capture_output=True, text=True,
+                          env={**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"},
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    page = (course / "feedback" / student / M / f"{M}.html").read_text()
+    assert "mask before the softmax." in page and "Comments:" in page
+    assert "No response" not in page
+
+
 def test_autograde_prints_no_warning_about_its_own_machinery(classroom):
     """No SQLAlchemy "not in session" warning from nbgrader's gradebook, no ipykernel
     "running over TCP without encryption" (the grading kernels' channels are encrypted)."""

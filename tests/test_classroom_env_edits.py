@@ -33,6 +33,8 @@ def env(tmp_path):
            / "formgrader" / "static" / "css")
     css.mkdir(parents=True)
     shutil.copy(SHEET, css / SHEET.name)
+    (css.parent / "js").mkdir()
+    shutil.copy(SHEET.parents[1] / "js" / "utils.js", css.parent / "js" / "utils.js")
     return tmp_path
 
 
@@ -66,6 +68,16 @@ def test_the_formgraders_stylesheet_gets_the_table_rules_once_and_keeps_its_own(
     assert text.startswith(original.rstrip("\n"))
     assert text.count(class_env.TABLES) == 1
     assert ".dataTables_wrapper { overflow-x: auto; }" in text
+
+
+def test_the_formgraders_script_gets_the_name_breaks_once_and_keeps_its_own(env):
+    (utils,) = env.glob("lib/**/js/utils.js")
+    original = utils.read_text()
+    class_env.formgrader_names_break_at_underscores(env)
+    class_env.formgrader_names_break_at_underscores(env)
+    text = utils.read_text()
+    assert text.startswith(original.rstrip("\n"))
+    assert text.count(class_env.NAMES) == 1 and "createElement(\"wbr\")" in text
 
 
 def test_view_feedback_opens_the_page_without_moving_the_file_browser(env):

@@ -177,6 +177,13 @@ def flow(request):
     with running_class(users) as room:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         teacher = log_in(browser, room, INSTRUCTOR)
+        # the instructor's first screen is the Formgrader tab, not an empty Launcher
+        first = formgrader_frame(teacher)
+        first.wait_for_selector("td.name", timeout=SLOW)
+        seen["instructor_start"] = {
+            "url": teacher.url, "active_tab": teacher.locator(
+                "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current").first.inner_text()}
+        teacher.screenshot(path=str(SHOTS / "0-instructor-first-screen.png"))
         menu(teacher, "Nbgrader", "Formgrader")
         frame = formgrader_frame(teacher)
         frame.wait_for_selector("td.name", timeout=SLOW)
@@ -305,6 +312,14 @@ def flow(request):
     assert room.left == [], f"the class left behind: {room.left}"
 
 
+def test_the_instructor_lands_on_the_formgrader_tab(flow):
+    """After login the instructor sees the Formgrader (walk19d, A01: an empty Launcher beside
+    mha-course/ and nbgrader_config.py, nothing pointing to Nbgrader > Formgrader)."""
+    start = flow["instructor_start"]
+    assert "formgrader=true" in start["url"] or "/lab" in start["url"], start
+    assert start["active_tab"].strip() == "Formgrader", start
+
+
 def test_the_formgrader_opens_inside_jupyterlab(flow):
     assert "Manage Assignments" in " ".join(flow["framed"])
 
@@ -318,6 +333,13 @@ def test_the_formgrader_opens_inside_jupyterlab(flow):
 ])
 def test_each_formgrader_step_succeeds_from_its_button(flow, step, words):
     assert words in flow[step], flow[step][:500]
+
+
+def test_the_formgraders_dialogs_show_no_debug_lines(flow):
+    """The Generate Feedback dialog listed nbconvert's template paths as [DEBUG] lines
+    (walk19d, D07): the instructor's server logs at INFO (instructor-config/)."""
+    for text in [flow["generate"], flow["collect"], flow["feedback"], *flow["autograde"]]:
+        assert "[DEBUG]" not in text, text[:800]
 
 
 def test_every_submission_is_autograded_from_the_submissions_page(flow):

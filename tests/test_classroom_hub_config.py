@@ -38,8 +38,27 @@ def test_a_student_starts_on_lesson_00(monkeypatch, tmp_path):
     assert student.default_url == "/lab/tree/00_start_here.ipynb"
 
 
-def test_the_instructor_starts_on_jupyterlab(monkeypatch, tmp_path):
+def test_the_instructor_starts_on_the_formgrader_tab(monkeypatch, tmp_path):
+    """Not an empty Launcher (walk19d, A01): nbgrader's lab extension opens its Formgrader tab
+    for ?formgrader=true (tests/test_classroom_hub_browser.py sees the tab after login)."""
     hook = hub_namespace(monkeypatch, tmp_path)["role_settings"]
     instructor = spawner("lecturer")
     hook(instructor)
-    assert instructor.default_url == "/lab"
+    assert instructor.default_url == "/lab?formgrader=true"
+
+
+def test_the_instructors_server_logs_no_debug_lines_into_the_formgraders_dialogs():
+    """nbgrader's Formgrader gives each command the level of the server's logger, and
+    traitlets sets that logger to DEBUG (its handler filters): the Generate Feedback dialog
+    listed every template path (walk19d, D07). The instructor's server config sets the logger
+    to INFO, which the Formgrader then passes on."""
+    import json
+    import logging
+
+    from jupyter_server.serverapp import ServerApp
+    from traitlets.config import Config
+
+    path = ROOT / "classroom" / "instructor-config" / "jupyter_server_config.json"
+    ServerApp.clear_instance()
+    app = ServerApp(config=Config(json.loads(path.read_text())))
+    assert app.log.level == logging.INFO

@@ -98,7 +98,7 @@ def render_feedback(monkeypatch, tmp_path, notebook, warnings=False):
     converter = GenerateFeedback(coursedir=app.coursedir, parent=app)
     exporter = converter.exporter_class(parent=converter, config=converter.config)
     for pre in converter.preprocessors:
-        if pre is not GetGrades and pre.__name__ != "ScrubHiddenSource":
+        if not issubclass(pre, GetGrades) and pre.__name__ != "ScrubHiddenSource":
             exporter.register_preprocessor(pre)
     html, _ = exporter.from_notebook_node(notebook, resources={"nbgrader": {
         "notebook": "ex", "score": 0.0, "max_score": 2.0, "late_penalty": 0.0}})

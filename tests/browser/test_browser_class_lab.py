@@ -139,9 +139,8 @@ def start_lab(tmp: Path, who: str, course: bool = False):
     home = tmp / "home"
     if course:
         home.mkdir()
-        for name in ("nbgrader_config.py", "feedback_page.py", "mha_grading.py",
-                     "lms_collectors.py"):
-            shutil.copy(ROOT / "course" / name, home / name)
+        for module in (ROOT / "course").glob("*.py"):  # the config and what it imports
+            shutil.copy(module, home / module.name)  # (as classroom/accounts.py copies them)
         shutil.copytree(ROOT / "course" / "source", home / "source")
         (tmp / "exchange").mkdir()
         (config / "nbgrader_config.py").write_text(
@@ -292,6 +291,41 @@ def formgrader_sheet(tmp_path_factory):
     return sheet.read_text()
 
 
+@pytest.fixture(scope="module")
+def formgrader_utils(tmp_path_factory):
+    """nbgrader's Formgrader utils.js as class_env.py leaves it in the class environment."""
+    env = tmp_path_factory.mktemp("utils")
+    utils = (env / "lib" / "python3.11" / "site-packages" / "nbgrader" / "server_extensions"
+             / "formgrader" / "static" / "js" / "utils.js")
+    utils.parent.mkdir(parents=True)
+    shutil.copy(Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "static"
+                / "js" / "utils.js", utils)
+    class_env.formgrader_names_break_at_underscores(env)
+    return utils.read_text()
+
+
+# Each set's name in the table as it is drawn: the piece each of its lines ends with, and the
+# names where a line ends elsewhere than after an underscore (a break inside a word).
+NAME_BREAKS = """() => [...document.querySelectorAll('td.name a')].map(a => {
+    const text = a.textContent, lines = [];
+    const walker = document.createTreeWalker(a, NodeFilter.SHOW_TEXT);
+    let top = null, line = '';
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (let i = 0; i < node.data.length; i++) {
+            const range = document.createRange();
+            range.setStart(node, i);
+            range.setEnd(node, i + 1);
+            const t = Math.round(range.getBoundingClientRect().top);
+            if (top !== null && t > top + 2) { lines.push(line); line = ''; }
+            top = t;
+            line += node.data[i];
+        }
+    }
+    lines.push(line);
+    return {name: text, lines};
+})"""
+
+
 # The Formgrader's page in its tab: its width, and each table's width, right edge and box, and
 # every action link of the table past the tab's right edge.
 FORMGRADER_TABLES = """() => ({page: document.documentElement.clientWidth,
@@ -308,12 +342,14 @@ FORMGRADER_TABLES = """() => ({page: document.documentElement.clientWidth,
 
 @pytest.mark.parametrize("width,height", [(1024, 768), (1440, 900)])
 def test_manage_assignments_fits_the_formgrader_tab(chromium, course_lab, formgrader_sheet,
-                                                    width, height):
+                                                    formgrader_utils, width, height):
     """At 1024 x 768 nbgrader stacked its logo, headings and menu above a table 864 px wide in
     a 664 px box; at 1440, the ten sets' long names made it 864 px in an 804 px box."""
     context, page = open_in_lab(chromium, course_lab, "nbgrader_config.py", width, height)
     page.route("**/formgrader/static/css/nbgrader.css*", lambda route: route.fulfill(
         status=200, content_type="text/css", body=formgrader_sheet))
+    page.route("**/formgrader/static/js/utils.js*", lambda route: route.fulfill(
+        status=200, content_type="application/javascript", body=formgrader_utils))
     try:
         page.reload()
         page.wait_for_selector("#jp-main-dock-panel", timeout=60_000)
@@ -335,10 +371,15 @@ def test_manage_assignments_fits_the_formgrader_tab(chromium, course_lab, formgr
                 break
             page.wait_for_timeout(500)
             seen, before = frame.evaluate(FORMGRADER_TABLES), seen
+        names = frame.evaluate(NAME_BREAKS)
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SHOTS / f"formgrader-{width}.png"))
     finally:
         context.close()
+    # a name breaks only after an underscore ("ex02_scores_and_so|ftmax" before)
+    assert len(names) >= 10 and any(len(n["lines"]) > 1 for n in names), names
+    inside = [n for n in names if any(not line.endswith("_") for line in n["lines"][:-1])]
+    assert not inside, inside
     assert seen["pageScroll"] <= seen["page"], seen
     assert seen["tables"] and seen["outside"] == 0, seen
     for table in seen["tables"]:
