@@ -35,6 +35,7 @@ from test_classroom_hub import (  # noqa: E402
     running_class,
     work_on_it,
 )
+from words_on_screen import MEASURE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "test-artifacts" / "browser" / "hub"
@@ -128,28 +129,9 @@ def tables(frame, name):
     return seen
 
 
-# Every word of the outputs of the page in JupyterLab's HTML viewer drawn on two lines (broken
-# inside the word), and every output box whose text is wider than it or that ends past the edge.
-WORDS = r"""(body) => {
-    const d = body.ownerDocument, broken = [], clipped = [];
-    const boxes = [...d.querySelectorAll('.output_area pre')];
-    for (const box of boxes) {
-        if (box.scrollWidth > box.clientWidth + 1
-            || box.getBoundingClientRect().right > d.documentElement.clientWidth + 1)
-            clipped.push(box.innerText.slice(0, 40));
-        const walker = d.createTreeWalker(box, NodeFilter.SHOW_TEXT);
-        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-            for (const m of node.data.matchAll(/\S+/g)) {
-                const range = d.createRange();
-                range.setStart(node, m.index);
-                range.setEnd(node, m.index + m[0].length);
-                if (new Set([...range.getClientRects()].map(r => Math.round(r.top))).size > 1)
-                    broken.push(m[0]);
-            }
-        }
-    }
-    return {boxes: boxes.length, broken, clipped};
-}"""
+# The words of the outputs of the page in JupyterLab's HTML viewer broken inside the word,
+# and the output boxes cut off (tests/words_on_screen.py).
+WORDS = "(body) => (" + MEASURE + ")(body.ownerDocument, '.output_area pre')"
 VALIDATE = ".jp-NotebookPanel:not(.lm-mod-hidden) .validate-button"
 BREADCRUMBS = ".jp-FileBrowser .jp-BreadCrumbs"
 

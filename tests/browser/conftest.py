@@ -100,6 +100,14 @@ def save_screenshot(page, label: str) -> Path | None:
     return path
 
 
+@pytest.fixture
+def screenshot():
+    """:func:`save_screenshot` for a test: ``from conftest import ...`` inside a test can reach
+    another folder's conftest.py (``make test`` loads notebooks/exercises/conftest.py under the
+    same module name), so tests ask for it as a fixture."""
+    return save_screenshot
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     """Remember the test's name (screenshots); under CI a missing browser is a failure,

@@ -34,6 +34,7 @@ from conftest import (
     _status,
 )
 from lab_server import stop as stop_lab
+from words_on_screen import MEASURE
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -59,31 +60,10 @@ MESSAGE = (
 GRADE = {"grade": True, "solution": False, "locked": True, "grade_id": "test_read_out",
          "points": 2.0, "schema_version": 3}
 
-# Every word of the text inside `selector` (in `doc`): those drawn on two lines (broken inside
-# the word), and every box whose text is wider than the box or that ends past the page's edge.
-WORDS = r"""([selector, doc]) => {
-    const d = doc === 'frame' ? document.querySelector('iframe').contentDocument : document;
-    const broken = [], clipped = [];
-    const boxes = [...d.querySelectorAll(selector)];
-    for (const box of boxes) {
-        if (box.scrollWidth > box.clientWidth + 1
-            || box.getBoundingClientRect().right > d.documentElement.clientWidth + 1)
-            clipped.push({text: box.innerText.slice(0, 40), scroll: box.scrollWidth,
-                          client: box.clientWidth});
-        const walker = d.createTreeWalker(box, NodeFilter.SHOW_TEXT);
-        for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-            for (const m of node.data.matchAll(/\S+/g)) {
-                const range = d.createRange();
-                range.setStart(node, m.index);
-                range.setEnd(node, m.index + m[0].length);
-                const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
-                if (tops.size > 1) broken.push(m[0]);
-            }
-        }
-    }
-    return {boxes: boxes.length, broken, clipped,
-            lines: boxes.map(b => Math.round(b.getBoundingClientRect().height))};
-}"""
+# The words of the text inside `selector` (in `doc`: the page or its iframe) broken inside
+# the word, and the boxes cut off (tests/words_on_screen.py).
+WORDS = ("([selector, doc]) => (" + MEASURE + ")(doc === 'frame' ? "
+         "document.querySelector('iframe').contentDocument : document, selector)")
 
 
 def class_notebooks(folder: Path) -> None:

@@ -113,16 +113,15 @@ def test_run_all_on_the_untouched_set_runs_every_cell_and_checks_every_task(exer
     assert [i for i in checks if "not attempted yet" not in output_text(exercise_open, i)] == []
 
 
-def test_running_an_untouched_prediction_shows_one_line_that_says_what_to_do(exercise_open):
+def test_running_an_untouched_prediction_shows_one_line_that_says_what_to_do(exercise_open,
+                                                                            screenshot):
     """The walkthrough: running an unanswered prediction showed NotImplementedError's raw
     traceback (dashes, "Cell In[3], line 3", the arrow) while its test cell said "not
     attempted yet" in one line. mha.checks' IPython handler shows the stub as one line."""
-    from conftest import save_screenshot
-
     run(exercise_open, SETUP)
     run(exercise_open, ANSWER)
     shown = output_text(exercise_open, ANSWER)
-    save_screenshot(exercise_open.page, "untouched-prediction")  # test-artifacts/browser/
+    screenshot(exercise_open.page, "untouched-prediction")  # test-artifacts/browser/
     assert " ".join(shown.split()) == (
         "Not attempted yet: this cell still has the line `raise NotImplementedError()`; "
         "replace it with your answer, then run the cell again."), shown
