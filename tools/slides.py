@@ -96,7 +96,7 @@ import launch  # noqa: E402
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 RISE = {"scroll": True, "theme": "white", "transition": "none"}
-SKIP_TAGS = {"check", "launch-header", "launch-install"}
+SKIP_TAGS = {"check", launch.HEADER, launch.INSTALL}  # tools/launch.py names the launch tags
 GOING_DEEPER = re.compile(r"^##\s+Going deeper\b")
 LONG_SOURCE = 16  # lines of code: longer is a listing (lesson cells hold about 15)
 LONG_OUTPUT = 14  # printed lines: longer is a listing
