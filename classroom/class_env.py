@@ -22,7 +22,8 @@ PREFIX/env    a venv made from /usr/bin/python3 (not pyenv's, which lives under 
               (marked edits)
               nbgrader's formgrader/static/css/nbgrader.css: classroom/formgrader-tables.css
               nbgrader's formgrader/static/js/utils.js: classroom/formgrader-names.js
-              (a name in the tables breaks only after an underscore)
+              (a name in the tables breaks only after an underscore) and
+              classroom/formgrader-actions.js (the action icons say what they do)
               jupyter_server's static/custom/custom.css: classroom/notebook-outputs.css
               (outputs wrap between words; the configs turn LabApp.custom_css on)
 PREFIX/proxy  configurable-http-proxy from npm.
@@ -234,13 +235,17 @@ def formgrader_tables_fit(env: Path) -> None:
 
 
 NAMES = "/*mha: names in the Formgrader's tables break after underscores*/"
+ACTIONS = "/*mha: the Formgrader's action icons say what they do*/"
 
 
 def formgrader_names_break_at_underscores(env: Path) -> None:
     """Append classroom/formgrader-names.js to nbgrader's formgrader/static/js/utils.js (every
     Formgrader page loads it), replacing what an earlier run appended: a set's name breaks only
-    after an underscore, not inside a word ("ex02_scores_and_so|ftmax")."""
-    script = NAMES + "\n" + (HERE / "formgrader-names.js").read_text()
+    after an underscore, not inside a word ("ex02_scores_and_so|ftmax"). Then
+    classroom/formgrader-actions.js: the action icons get tooltips, and Release's bare ✖ after
+    a release (nbgrader's "unrelease") reads "✖ Unrelease", not "failed"."""
+    script = (NAMES + "\n" + (HERE / "formgrader-names.js").read_text() + "\n"
+              + ACTIONS + "\n" + (HERE / "formgrader-actions.js").read_text())
     for utils in env.glob("lib/python3*/site-packages/nbgrader/server_extensions/formgrader/"
                           "static/js/utils.js"):
         text = utils.read_text().split(NAMES)[0].rstrip("\n")

@@ -78,6 +78,8 @@ def test_the_formgraders_script_gets_the_name_breaks_once_and_keeps_its_own(env)
     text = utils.read_text()
     assert text.startswith(original.rstrip("\n"))
     assert text.count(class_env.NAMES) == 1 and "createElement(\"wbr\")" in text
+    # the action icons' tooltips, and "Unrelease" beside Release's bare ✖, appended once
+    assert text.count(class_env.ACTIONS) == 1 and '" Unrelease"' in text
 
 
 def test_view_feedback_opens_the_page_without_moving_the_file_browser(env):

@@ -177,6 +177,13 @@ def flow(request):
         seen["generate"] = confirm(frame, "2-generate")
         row.locator("td.release a").click()
         seen["release"] = confirm(frame, "3-release")
+        # after Release, nbgrader's "unrelease" button (a bare ✖) says what it is
+        row.locator("td.release a .glyphicon-remove").wait_for(timeout=SLOW)
+        frame.page.wait_for_timeout(500)
+        release = row.locator("td.release a").first
+        seen["release_cell"] = {"text": release.inner_text(),
+                                "title": release.get_attribute("title") or ""}
+        seen["tables"] += tables(frame, "manage_assignments_released")
 
         # one student fetches from the Assignments list: how long until the set's folder shows
         # in the file browser beside it (JupyterLab's file browser polls every 10 s; the class
@@ -340,7 +347,8 @@ def test_a_fetched_set_shows_in_the_file_browser_at_once(flow):
 
 
 @pytest.mark.parametrize("width", [1440, 1024])
-@pytest.mark.parametrize("page", ["manage_assignments", "manage_submissions", "gradebook"])
+@pytest.mark.parametrize("page", ["manage_assignments", "manage_assignments_released",
+                                  "manage_submissions", "gradebook"])
 def test_the_formgraders_tables_fit_its_tab(flow, page, width):
     """At 1440 x 900, Manage Assignments' table was 970 px wide in a 925 px column: its last
     column was cut off at the tab's edge and the page scrolled sideways. At 1024 x 768 nbgrader
@@ -352,6 +360,15 @@ def test_the_formgraders_tables_fit_its_tab(flow, page, width):
     assert seen["outside"] == 0, seen
     for table in seen["tables"]:
         assert table["width"] <= table["box"] + 1 and table["right"] <= seen["page"] + 1, seen
+
+
+def test_the_release_column_says_unrelease_not_a_bare_cross(flow):
+    """After Release, nbgrader's Release column held a bare ✖ (its "unrelease" button), which
+    the walkthrough's instructor read as "failed" (walk19d, A05): it reads "✖ Unrelease" now,
+    with a tooltip saying the set is released (classroom/formgrader-actions.js)."""
+    cell = flow["release_cell"]
+    assert cell["text"].strip() == "Unrelease", cell
+    assert cell["title"].startswith("Released.") and "unrelease" in cell["title"], cell
 
 
 def test_validate_shows_on_the_set_not_on_the_lesson(flow):
