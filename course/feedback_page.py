@@ -22,7 +22,9 @@ framed, and the feedback goes blank. Each link becomes its text (``plain_links``
 that open the notebook on Colab or Binder and install the package there (tagged
 ``launch-header`` / ``launch-install``) are left out: feedback is read, not run; the intro's
 "First run the two code cells below: the install cell ..." then names the imports only
-(course/class_copy.py).
+(course/class_copy.py). Nor does it hold a script (``no_scripts``): the viewer's frame would
+not run it, and a student's output that brought one (JavaScript, a widget, HTML with a script)
+shows a note instead.
 """
 
 from __future__ import annotations
@@ -198,6 +200,31 @@ def plain_links(page: str) -> str:
     return str(soup)
 
 
+INTERACTIVE = "(interactive output: open the notebook to use it)"
+
+
+def no_scripts(page: str) -> str:
+    """``page`` with nothing that would run: no ``<script>`` (a JavaScript output, a widget's
+    view and saved state, a script inside an HTML output), no inline handler (``onclick=``...).
+    JupyterLab's HTML viewer shows the page in a frame without ``allow-scripts``, where each
+    would only log "Blocked script execution" and make the viewer's "Trust HTML" look needed.
+    An output left empty by this (a JavaScript output, a widget) says what it was."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(page, features="html.parser")
+    for script in soup.find_all("script"):
+        script.decompose()
+    for tag in soup.find_all(True):
+        for name in [a for a in tag.attrs if a.lower().startswith("on")]:
+            del tag[name]
+    for box in soup.select("div.output_javascript, div.output_widget_view"):
+        if not box.get_text(strip=True):
+            note = soup.new_tag("pre")
+            note.string = INTERACTIVE
+            box.append(note)
+    return str(soup)
+
+
 class FeedbackExporter(HTMLExporter):
     """The HTML exporter of the feedback pages (see the module's docstring)."""
 
@@ -221,4 +248,4 @@ class FeedbackExporter(HTMLExporter):
     def from_notebook_node(self, nb, resources=None, **kw):
         nb = without_launch_cells(copy.deepcopy(nb))  # feedback is read, not run
         page, resources = super().from_notebook_node(nb, resources, **kw)
-        return plain_links(page), resources
+        return no_scripts(plain_links(page)), resources

@@ -190,6 +190,39 @@ def test_the_page_has_no_link_that_would_blank_jupyterlabs_viewer(page):
     assert "href=" not in re.sub(r"<link[^>]*>", "", page)
 
 
+def test_the_page_holds_no_script(page):
+    """JupyterLab's HTML viewer shows the page in a frame without allow-scripts: a script
+    there only logs "Blocked script execution" (and tempts a student to press Trust HTML)."""
+    assert "<script" not in page.lower()
+
+
+def scripted_notebook():
+    """A graded notebook whose student left outputs that bring scripts: JavaScript, HTML with
+    a script and an inline handler, a widget (with its state saved in the notebook)."""
+    nb = feedback_notebook()
+    view = {"model_id": "m1", "version_major": 2, "version_minor": 0}
+    nb.cells.append(nbformat.v4.new_code_cell("show()", outputs=[
+        nbformat.v4.new_output("display_data", data={
+            "application/javascript": "console.log('hi')", "text/plain": "<js>"}),
+        nbformat.v4.new_output("display_data", data={
+            "text/html": '<b onmouseover="alert(1)">bold</b><script>alert(2)</script>',
+            "text/plain": "bold"}),
+        nbformat.v4.new_output("display_data", data={
+            "application/vnd.jupyter.widget-view+json": view,
+            "text/plain": "IntSlider(value=3)"})]))
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {
+        "state": {}, "version_major": 2, "version_minor": 0}}
+    return nb
+
+
+def test_outputs_that_bring_scripts_leave_none_on_the_page(monkeypatch, tmp_path):
+    page = render_feedback(monkeypatch, tmp_path, scripted_notebook())
+    assert "<script" not in page.lower()
+    assert not re.search(r"\son[a-z]+\s*=", re.sub(r"<style.*?</style>", "", page, flags=re.S))
+    assert "<b>bold</b>" in page  # the output's HTML stays, without what would run
+    assert "interactive output: open the notebook to use it" in page
+
+
 def test_the_score_summary_names_each_test_cell(page):
     assert "Test cell <code>test_causal</code> (Score: 0.0 / 2.0)" in page
     assert "(Top)" not in page
