@@ -8,7 +8,8 @@ PREFIX/env    a venv made from /usr/bin/python3 (not pyenv's, which lives under 
               tools/install_torch.py), this package with the instructor extra, JupyterHub
               and nbgrader (classroom/requirements.txt);
               env/etc/jupyter/nbgrader_config.py      classroom/nbgrader_config.py
-              env/etc/jupyter-student/                classroom/student-config/
+              env/etc/jupyter-student/                classroom/student-config/ (and in its
+                                                      lab-settings/, lab-settings/overrides.json)
               env/etc/jupyter-instructor/             classroom/instructor-config/
               env/share/jupyter/lab/settings/         classroom/lab-settings/ (no news prompt)
               env/share/mha-course/lessons/           notebooks/NN_*.ipynb (for students)
@@ -134,6 +135,16 @@ def build(prefix: Path, python: str, torch_args: list[str]) -> None:
             "--prefix", proxy, CHP)
         stamps.mark("proxy", CHP)
 
+    configure(env)
+    print(f"class environment ready: {env}")
+
+
+def configure(env: Path) -> None:
+    """Everything the class adds to an environment that already has JupyterLab and nbgrader:
+    the role configs, the lessons and helper scripts, JupyterLab's settings, and the marked
+    edits of nbgrader and JupyterLab. `make class-env` runs it on the hub's venv; the
+    Kubernetes image (classroom/k8s/Dockerfile) runs it on repo2docker's environment
+    (``class_env.py --configure ENV``)."""
     etc = env / "etc"
     (etc / "jupyter").mkdir(parents=True, exist_ok=True)
     shutil.copy(HERE / "nbgrader_config.py", etc / "jupyter" / "nbgrader_config.py")
@@ -158,6 +169,10 @@ def build(prefix: Path, python: str, torch_args: list[str]) -> None:
     settings = env / "share" / "jupyter" / "lab" / "settings"
     settings.mkdir(parents=True, exist_ok=True)
     shutil.copy(HERE / "lab-settings" / "overrides.json", settings / "overrides.json")
+    # students' JupyterLab reads its defaults from jupyter-student/lab-settings/ (its
+    # jupyter_server_config.py): the same, plus overrides.d/ (no "Trust HTML" button)
+    shutil.copy(HERE / "lab-settings" / "overrides.json",
+                etc / "jupyter-student" / "lab-settings" / "overrides.json")
     open_feedback_from_its_link(env)
     refresh_files_after_fetch(env)
     formgrader_tables_fit(env)
@@ -165,7 +180,6 @@ def build(prefix: Path, python: str, torch_args: list[str]) -> None:
     feedback_link_keeps_the_file_browser(env)
     validate_button_on_sets_only(env)
     notebook_outputs_wrap_between_words(env)
-    print(f"class environment ready: {env}")
 
 
 FEEDBACK_LINK = re.compile(
@@ -328,7 +342,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="the Python the venv is made from: every user must be able to run it")
     parser.add_argument("--torch-args", default="",
                         help="extra pip arguments for PyTorch (the Makefile's PIP_TORCH_ARGS)")
+    parser.add_argument("--configure", type=Path, metavar="ENV", default=None,
+                        help="only add the class's configs and edits to ENV, an environment "
+                             "that has JupyterLab and nbgrader (the Kubernetes image)")
     args = parser.parse_args(argv)
+    if args.configure is not None:
+        os.umask(0o022)
+        configure(args.configure.resolve())
+        return 0
     build(args.prefix.resolve(), args.python, shlex.split(args.torch_args))
     return 0
 

@@ -114,3 +114,26 @@ def test_notebook_outputs_get_the_class_custom_css_and_the_configs_turn_it_on(en
         config = json.loads((ROOT / "classroom" / f"{who}-config" /
                              "jupyter_server_config.json").read_text())
         assert config["LabApp"]["custom_css"] is True
+
+
+def test_students_lab_settings_hide_trust_html_and_keep_the_shared_defaults(env):
+    """Students' JupyterLab reads its settings' defaults from jupyter-student/lab-settings/
+    (its jupyter_server_config.py sets LabApp.app_settings_dir there): the class's shared
+    overrides (no news prompt) and, for students only, no "Trust HTML" on the HTML viewer."""
+    class_env.configure(env)
+    student = env / "etc" / "jupyter-student"
+    config = type("Config", (), {})()
+    config.LabApp = type("LabApp", (), {})()
+    path = student / "jupyter_server_config.py"
+    exec(compile(path.read_text(), str(path), "exec"),
+         {"get_config": lambda: config, "__file__": str(path)})
+    settings = Path(config.LabApp.app_settings_dir)
+    assert settings == student / "lab-settings"
+    shared = json.loads((ROOT / "classroom" / "lab-settings" / "overrides.json").read_text())
+    assert json.loads((settings / "overrides.json").read_text()) == shared
+    assert json.loads((env / "share" / "jupyter" / "lab" / "settings" / "overrides.json")
+                      .read_text()) == shared
+    (extra,) = (settings / "overrides.d").glob("*.json")
+    toolbar = json.loads(extra.read_text())["@jupyterlab/htmlviewer-extension:plugin"]["toolbar"]
+    assert {"name": "trust", "disabled": True} in toolbar
+    assert not (env / "etc" / "jupyter-instructor" / "jupyter_server_config.py").exists()

@@ -223,6 +223,37 @@ def test_the_feedback_page_wraps_between_words_in_jupyterlabs_viewer(chromium, s
     assert seen["clipped"] == [], f"at {width} px, cut off: {seen['clipped']}"
 
 
+@pytest.mark.parametrize("who", ["student", "instructor"])
+def test_the_html_viewer_offers_trust_to_instructors_only(request, chromium, who):
+    """The feedback page holds no script, so "Trust HTML" on its tab changes nothing; a student
+    wondered whether to press it (walk19d, B22): students' JupyterLab hides it
+    (classroom/student-config/lab-settings/), the instructor's keeps it. Opening the page and
+    moving over it logs no "Blocked script execution" either."""
+    lab = request.getfixturevalue(f"{who}_lab")
+    context, page = open_in_lab(chromium, lab, "ex01/feedback/ex01_weighted_sum.html", 1440,
+                                900)
+    logged = []
+    page.on("console", lambda m: logged.append(m.text))
+    try:
+        frame = page.frame_locator("iframe[sandbox]").first
+        frame.locator(".output_area pre").first.wait_for(timeout=60_000)
+        page.wait_for_selector(".jp-MainAreaWidget:not(.lm-mod-hidden) .jp-Toolbar-item",
+                               timeout=60_000)
+        page.wait_for_timeout(1500)
+        box = page.locator("iframe[sandbox]").first.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 200)
+        page.mouse.wheel(0, 400)
+        page.wait_for_timeout(500)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"feedback-toolbar-{who}.png"))
+        toolbar = page.locator(".jp-MainAreaWidget:not(.lm-mod-hidden) .jp-Toolbar").first
+        trust = toolbar.get_by_text("Trust HTML").filter(visible=True).count()
+    finally:
+        context.close()
+    assert trust == (0 if who == "student" else 1), f"{who}: Trust HTML shown {trust} time(s)"
+    assert not [m for m in logged if "Blocked script execution" in m], logged
+
+
 VALIDATE = ".jp-NotebookPanel:not(.lm-mod-hidden) .validate-button"
 
 
