@@ -269,12 +269,25 @@ def flow(request):
         link.wait_for(timeout=SLOW)
         learner.screenshot(path=str(SHOTS / "9-assignments-list.png"))
         seen["files_before_feedback"] = learner.locator(BREADCRUMBS).inner_text()
+        logged = []
+        learner.on("console", lambda m: logged.append(m.text))
         link.click()
         viewer = learner.frame_locator("iframe[sandbox]").first
         viewer.locator("body").wait_for(timeout=60_000)
         seen["page"] = viewer.locator("body").inner_html(timeout=60_000)
         learner.wait_for_timeout(1000)
         learner.screenshot(path=str(SHOTS / "10-feedback-page.png"))
+        # the page's toolbar offers no "Trust HTML" to a student, and reading the page (moving
+        # over it, scrolling) logs no blocked script; counted before this test's own evaluate()
+        # in the frame, after which Chromium logs one for each mouse move
+        seen["trust_html"] = learner.locator(
+            ".jp-MainAreaWidget:not(.lm-mod-hidden) .jp-Toolbar").first.get_by_text(
+            "Trust HTML").filter(visible=True).count()
+        box = learner.locator("iframe[sandbox]").first.bounding_box()
+        learner.mouse.move(box["x"] + box["width"] / 2, box["y"] + 200)
+        learner.mouse.wheel(0, 400)
+        learner.wait_for_timeout(800)
+        seen["blocked_scripts"] = [m for m in logged if "Blocked script execution" in m]
         seen["files_after_feedback"] = learner.locator(BREADCRUMBS).inner_text()
         seen["feedback_words"] = {}
         for width, height in SIZES.items():
@@ -413,6 +426,16 @@ def test_the_submissions_page_lists_students_by_their_roster_names(flow):
     rows = " ".join(flow["scores"])
     assert "None" not in rows.split("Score")[-1], rows
     assert "First" + RIGHT in rows or RIGHT in rows
+
+
+def test_the_students_feedback_tab_has_no_trust_html_button(flow):
+    """The page holds no script: "Trust HTML" would change nothing, and a student wondered
+    whether to press it (walk19d, B22)."""
+    assert flow["trust_html"] == 0
+
+
+def test_reading_the_feedback_page_logs_no_blocked_script(flow):
+    assert flow["blocked_scripts"] == []
 
 
 def test_view_feedback_opens_the_feedback_page(flow):
