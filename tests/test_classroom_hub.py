@@ -757,21 +757,91 @@ def test_helm_values_use_the_charts_top_level_sections_only(values):
 def test_helm_values_python_compiles(values):
     for name, source in values["hub"]["extraConfig"].items():
         compile(source, name, "exec")
-    compile(values["singleuser"]["extraFiles"]["nbgrader-config"]["stringData"], "nbgrader", "exec")
 
 
-def test_helm_values_mount_the_same_nbgrader_settings_as_one_machine(values):
-    files = values["singleuser"]["extraFiles"]
-    assert files["nbgrader-config"]["stringData"] == (
+# What classroom/class_env.py's configure step reads, relative to the repository
+CONFIGURE_READS = re.compile(r'(HERE|ROOT) / "([^"]+)"')
+
+
+def test_the_class_image_runs_class_envs_configure_on_its_environment():
+    """On one machine class_env.py configures the hub's venv (role configs, lab settings,
+    custom.css, the Formgrader's stylesheet and scripts, nbgrader's config and lab-extension
+    edits); the Kubernetes image had none of it. Its Dockerfile runs the same step on
+    repo2docker's environment, with every file that step reads copied in."""
+    import inspect
+
+    sys.path.insert(0, str(ROOT / "classroom"))
+    import class_env
+
+    text = (K8S / "Dockerfile").read_text()
+    steps = " ".join(text.replace("\\\n", " ").split("\n"))
+    assert re.search(r"RUN python /tmp/mha-class/classroom/class_env\.py\s+--configure ", steps)
+    copied = re.findall(r"^COPY (?:--chown=\S+ )?(.+) (\S+)$", text, re.M)
+    sources = {src for line, _ in copied for src in line.split()}
+    assert "classroom" in sources  # HERE: every classroom/ file configure reads
+    for base, name in CONFIGURE_READS.findall(inspect.getsource(class_env.configure)):
+        if base == "ROOT":
+            top = name.split("/")[0]
+            assert any(src.startswith(top) for src in sources), (name, sources)
+    # the lessons and the two tools configure copies from ROOT
+    assert "notebooks/[0-9][0-9]_*.ipynb" in sources
+    assert {"tools/course_autograde.py", "tools/course_collect.py"} <= sources
+
+
+def test_the_class_images_configure_step_runs_with_only_the_files_it_copies(tmp_path):
+    """The Dockerfile's COPY lines, then its RUN line, on a stand-in of repo2docker's
+    environment: the step finds every file it reads and leaves what one machine gets."""
+    import glob
+
+    import nbgrader
+
+    text = (K8S / "Dockerfile").read_text()
+    build = tmp_path / "build"
+    for line, dest in re.findall(r"^COPY (?:--chown=\S+ )?(.+) (\S+)$", text, re.M):
+        target = build / dest.removeprefix("/tmp/mha-class").strip("/")
+        for src in line.split():
+            for path in map(Path, glob.glob(str(ROOT / src))):
+                if path.is_dir():
+                    shutil.copytree(path, target, ignore=shutil.ignore_patterns("__pycache__"))
+                else:
+                    target.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(path, target / path.name)
+    env = tmp_path / "srv" / "conda" / "envs" / "notebook"
+    site = env / "lib" / "python3.11" / "site-packages"
+    static = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader" / "static"
+    for rel in ("css/nbgrader.css", "js/utils.js"):
+        dest = site / "nbgrader" / "server_extensions" / "formgrader" / "static" / rel
+        dest.parent.mkdir(parents=True)
+        shutil.copy(static / rel, dest)
+    (site / "jupyter_server" / "static").mkdir(parents=True)
+    done = subprocess.run([sys.executable, str(build / "classroom" / "class_env.py"),
+                           "--configure", str(env)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    etc = env / "etc"
+    assert (etc / "jupyter" / "nbgrader_config.py").read_text() == (
         ROOT / "classroom" / "nbgrader_config.py").read_text()
-    student = ROOT / "classroom" / "student-config"
-    # LabApp.custom_css loads classroom/notebook-outputs.css, which class_env.py installs on one
-    # machine; the Kubernetes image has no class_env.py edits (nor that file), so not that key
-    server = json.loads((student / "jupyter_server_config.json").read_text())
-    server.pop("LabApp")
-    assert files["student-server-config"]["data"] == server
-    assert files["student-lab-config"]["data"] == json.loads(
-        (student / "labconfig" / "page_config.json").read_text())
+    for role in ("student", "instructor"):
+        assert (etc / f"jupyter-{role}" / "jupyter_server_config.json").exists()
+    assert (etc / "jupyter-student" / "lab-settings" / "overrides.json").exists()
+    assert (env / "share" / "jupyter" / "lab" / "settings" / "overrides.json").exists()
+    assert (site / "jupyter_server" / "static" / "custom" / "custom.css").read_text() == (
+        ROOT / "classroom" / "notebook-outputs.css").read_text()
+    sheet = (site / "nbgrader" / "server_extensions" / "formgrader" / "static" / "css"
+             / "nbgrader.css").read_text()
+    utils = (site / "nbgrader" / "server_extensions" / "formgrader" / "static" / "js"
+             / "utils.js").read_text()
+    assert "/*mha: the Formgrader's tables fit its tab*/" in sheet
+    assert "/*mha: names in the Formgrader's tables break" in utils and '" Unrelease"' in utils
+    assert sorted(p.name for p in (env / "share" / "mha-course" / "lessons").iterdir()) == sorted(
+        p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def test_helm_values_leave_the_role_configs_to_the_image(values):
+    """The values mounted a second, partial copy of the student config (no custom.css, no
+    lab settings) and none for the instructor; the image carries both now, as one machine's."""
+    assert "extraFiles" not in values["singleuser"]
+    text = (K8S / "values.yaml").read_text()
+    assert "/etc/jupyter-student\"" not in text
 
 
 def test_helm_values_put_the_exchange_on_the_shared_volume(values):
@@ -786,7 +856,9 @@ def test_helm_values_put_the_exchange_on_the_shared_volume(values):
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
 
 
-def test_the_role_hook_turns_the_formgrader_off_for_students_only(values):
+def test_the_role_hook_gives_each_role_the_images_config_folder(values):
+    """Students get the config that turns the formgrader off, the instructor the one that lets
+    JupyterLab frame it: the folders class_env.py's configure installs in the environment."""
     namespace = {"c": type("Config", (), {"KubeSpawner": type("K", (), {})()})()}
     exec(values["hub"]["extraConfig"]["mha-roles"], namespace)
     hook = namespace["c"].KubeSpawner.pre_spawn_hook
@@ -798,8 +870,12 @@ def test_the_role_hook_turns_the_formgrader_off_for_students_only(values):
         hook(spawner)
         return spawner.environment
 
-    assert spawned("ada") == {"JUPYTER_CONFIG_PATH": "/etc/jupyter-student"}
-    assert spawned(namespace["INSTRUCTOR"]) == {}
+    env = "/srv/conda/envs/notebook"  # repo2docker's environment, where the image configures
+    assert spawned("ada") == {"JUPYTER_CONFIG_PATH": f"{env}/etc/jupyter-student"}
+    assert spawned(namespace["INSTRUCTOR"]) == {
+        "JUPYTER_CONFIG_PATH": f"{env}/etc/jupyter-instructor"}
+    source = (ROOT / "classroom" / "class_env.py").read_text()
+    assert 'etc / "jupyter-student"' in source and 'etc / "jupyter-instructor"' in source
 
 
 def test_the_class_image_adds_nbgrader_to_the_binder_image():
