@@ -193,6 +193,8 @@ class-start: class-env
 	install -d -m 0755 "$(dir $(abspath $(CLASS_EXCHANGE)))"
 	install -d -m 1777 "$(CLASS_EXCHANGE)"
 	$(CLASS_PYTHON) classroom/wait_for_hub.py --idle "$(CLASS_STATE)/jupyterhub.pid"
+	test ! -f "$(CLASS_STATE)/roster.csv" || \
+	    $(CLASS_PYTHON) classroom/accounts.py refresh "$(CLASS_STATE)/roster.csv"
 	cd "$(CLASS_STATE)" && MHA_CLASS_ROSTER="$(abspath $(CLASS_STATE)/roster.csv)" \
 	    MHA_CLASS_STATE="$(abspath $(CLASS_STATE))" MHA_CLASS_EXCHANGE="$(abspath $(CLASS_EXCHANGE))" \
 	    MHA_CLASS_PORT=$(CLASS_PORT) MHA_CLASS_HUB_PORT=$(CLASS_HUB_PORT) MHA_CLASS_API_PORT=$(CLASS_API_PORT) \

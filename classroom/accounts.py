@@ -2,6 +2,7 @@
 
     python3 classroom/accounts.py create ROSTER.csv --passwords PASSWORDS.csv
     python3 classroom/accounts.py remove ROSTER.csv [--passwords PASSWORDS.csv] [--exchange DIR]
+    python3 classroom/accounts.py refresh ROSTER.csv
 
 The roster is a CSV with the columns ``username`` and ``role`` (``instructor`` or
 ``student``), exactly one instructor (classroom/roster.example.csv).
@@ -11,8 +12,13 @@ create: one Unix user per row (``useradd``; the hub never creates users), home m
 PASSWORDS.csv (mode 0600: hand each person their line). The instructor's home gets the
 course (``~/mha-course``: course/source and course/nbgrader_config.py of this repository)
 and ``~/nbgrader_config.py`` (classroom/instructor_nbgrader_config.py). An existing account
-is left as it is. Every account made here carries the comment ``mha-classroom`` (its GECOS
-field).
+is left as it is, except the instructor's course files (see refresh). Every account made here
+carries the comment ``mha-classroom`` (its GECOS field).
+
+refresh: the instructor's copies of the project's course files (course/*.py in ~/mha-course,
+~/nbgrader_config.py) brought up to date, written as the instructor; a changed one is kept as
+NAME.old. Their sets (source/), submissions, feedback and gradebook are never touched.
+``make class-start`` runs it, and ``create`` for an existing instructor.
 
 remove: ends the account's remaining processes, then ``userdel --remove`` (home and all).
 Only accounts with the ``mha-classroom`` comment are removed; any other is refused. With
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import os
 import pwd
 import re
@@ -90,12 +97,84 @@ def install_course(home: Path, uid: int, gid: int) -> None:
         os.chown(path, uid, gid)
 
 
+def project_files() -> dict[str, str]:
+    """The course files this project owns in the instructor's home, by path under the home:
+    course/*.py (the nbgrader config and the modules it imports) in ~/mha-course, and
+    ~/nbgrader_config.py. Not course/source: the instructor's sets are theirs to edit."""
+    files = {f"mha-course/{m.name}": m.read_text() for m in sorted(COURSE.glob("*.py"))}
+    files["nbgrader_config.py"] = (HERE / "instructor_nbgrader_config.py").read_text()
+    return files
+
+
+# Run as the instructor (never as root in a home that person controls: a symlink there would
+# make root write elsewhere); the files come on stdin (the repository may be root's alone).
+WRITE_AS_INSTRUCTOR = r"""
+import json, os, sys
+home, updated = os.path.expanduser("~"), 0
+course = os.path.join(home, "mha-course")
+if not os.path.isdir(course) or os.path.islink(course):
+    print("~/mha-course is missing: nothing refreshed")
+    sys.exit(0)
+for rel, text in json.load(sys.stdin).items():
+    path = os.path.join(home, rel)
+    if os.path.islink(path):
+        print(f"~/{rel}: a symbolic link, left as it is")
+        continue
+    old = None
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+    if old == text:
+        continue
+    if old is not None:
+        os.replace(path, path + ".old")
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(path + ".tmp", path)
+    updated += 1
+    print(f"~/{rel}: " + ("updated, the previous one kept as ~/" + rel + ".old"
+                          if old is not None else "added"))
+print(f"{updated} course file(s) refreshed, the others were up to date")
+"""
+
+
+def refresh_course(name: str) -> None:
+    """Bring the project's course files in ``name``'s home up to date (project_files): an
+    account made before a change of course/nbgrader_config.py or course/class_copy.py kept its
+    stale copies. The instructor's sets (source/), submissions, feedback and gradebook are
+    never touched; a file that differs is kept beside the new one as NAME.old."""
+    entry = pwd.getpwnam(name)
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", WRITE_AS_INSTRUCTOR], input=json.dumps(project_files()),
+        user=entry.pw_uid, group=entry.pw_gid, extra_groups=[], cwd=entry.pw_dir,
+        env={"HOME": entry.pw_dir, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+        timeout=60)
+    for line in (done.stdout + done.stderr).splitlines():
+        print(f"{name}: {line}")
+    if done.returncode != 0:
+        raise SystemExit(f"{name}: could not refresh the course files")
+
+
+def refresh(roster: dict[str, str]) -> None:
+    """refresh_course for the roster's instructor, when this script made that account."""
+    (name,) = [n for n, role in roster.items() if role == "instructor"]
+    if not exists(name):
+        print(f"{name}: no such account (make class-accounts): nothing refreshed")
+    elif not pwd.getpwnam(name).pw_gecos.startswith(MARKER):
+        print(f"{name}: not made by classroom/accounts.py, its course files left as they are")
+    else:
+        refresh_course(name)
+
+
 def create(roster: dict[str, str], passwords: Path) -> list[str]:
-    """Make the missing accounts; returns the names made."""
+    """Make the missing accounts; returns the names made. An existing instructor's course
+    files are refreshed (refresh)."""
     made, lines = [], []
     for name, role in roster.items():
         if exists(name):
             print(f"{name}: exists, left as it is")
+            if role == "instructor":
+                refresh(roster)
             continue
         subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "--user-group",
                         "--comment", f"{MARKER} {role}", name], check=True)
@@ -279,7 +358,7 @@ def forget_passwords(passwords: Path, names: set[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("action", choices=("create", "remove"))
+    parser.add_argument("action", choices=("create", "remove", "refresh"))
     parser.add_argument("roster", type=Path)
     parser.add_argument("--passwords", type=Path, default=Path("/srv/mha-classroom/passwords.csv"),
                         help="where create appends the new accounts' passwords (mode 0600); "
@@ -298,6 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     roster = read_roster(args.roster)
     if args.action == "create":
         create(roster, args.passwords)
+    elif args.action == "refresh":
+        refresh(roster)
     else:
         remove(roster, args.passwords, args.exchange, args.state, args.env)
     return 0

@@ -737,6 +737,55 @@ def test_a_failing_step_still_removes_everything():
     assert room.left == []
 
 
+def test_an_existing_instructors_course_files_are_refreshed_and_their_work_kept():
+    """An instructor account made before a change of course/nbgrader_config.py or
+    course/class_copy.py kept its stale copies in ~/mha-course (the README said to copy them
+    by hand). Running `make class-accounts` again (and `make class-start`, which runs the same
+    refresh) brings the project's files up to date, as the instructor's own files, keeping a
+    changed one as NAME.old; their sets, submissions and gradebook stay as they were."""
+    require_root()
+    name = "mhat-r-lecturer"
+    room = Classroom({name: "instructor"})
+    try:
+        make("class-accounts", **room.vars)
+        entry = pwd.getpwnam(name)
+        home = Path(entry.pw_dir)
+        course = home / "mha-course"
+        stale = "# the course's nbgrader config as it was, without ClassHubCopy\n"
+        (course / "nbgrader_config.py").write_text(stale)
+        (course / "class_copy.py").unlink()
+        own = {course / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb": "the instructor's edit",
+               course / "source" / ASSIGNMENT / "notes.md": "mine",
+               course / "submitted" / "ada" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb": "ada's",
+               course / "gradebook.db": "grades"}
+        for path, text in own.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        for path in [course, *course.rglob("*")]:
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+        out = make("class-accounts", **room.vars).stdout
+        for module in (ROOT / "course").glob("*.py"):
+            copy = course / module.name
+            assert copy.read_text() == module.read_text(), (module.name, out)
+            assert copy.stat().st_uid == entry.pw_uid
+        assert (home / "nbgrader_config.py").read_text() == (
+            ROOT / "classroom" / "instructor_nbgrader_config.py").read_text()
+        assert (course / "nbgrader_config.py.old").read_text() == stale
+        assert {path: path.read_text() for path in own} == own
+        assert "~/mha-course/class_copy.py: added" in out, out
+        again = make("class-accounts", **room.vars).stdout
+        assert "0 course file(s) refreshed" in again, again
+    finally:
+        left = room.close()
+    assert left == []
+
+
+def test_class_start_refreshes_the_instructors_course_files():
+    recipe = (ROOT / "Makefile").read_text().split("\nclass-start:")[1].split("\n\n")[0]
+    assert 'classroom/accounts.py refresh "$(CLASS_STATE)/roster.csv"' in recipe
+    assert recipe.index("accounts.py refresh") < recipe.index("jupyterhub\" -f")
+
+
 # -- the Kubernetes path (Zero to JupyterHub values; no cluster here) -------------------------
 
 K8S = ROOT / "classroom" / "k8s"
