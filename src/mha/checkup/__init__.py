@@ -147,7 +147,7 @@ class Report:
         return not self.failed
 
     def __str__(self) -> str:
-        """One line per note and per check (wrapped between words at 100 columns, so that
+        """One line per note and per check (wrapped between words at 72 columns, so that
         JupyterLab never breaks a word: :func:`mha._wrap.wrap_for_display`)."""
         lines = [f"# {note}" for note in self.notes]
         for r in self.results:
