@@ -63,6 +63,15 @@ def test_the_printed_report_breaks_between_words_at_width_columns():
     assert " ".join(likely.split()) in " ".join(str(report).split())
 
 
+def test_a_failed_checks_line_prints_as_in_the_report():
+    """Lesson 10 prints one check's result: the same lines as the report's, wrapped."""
+    report = checkup(broken.BrokenScaleDModel(8, 2))
+    shown = str(report["scale"])
+    assert shown.startswith("FAIL  scale: ") and "\n      likely: " in shown
+    assert shown in str(report)
+    assert max(len(line) for line in shown.splitlines()) <= WIDTH
+
+
 def test_a_missing_scale_is_named():
     class NoScale(broken.StepwiseAttention):
         def scores(self, q, k):
