@@ -11,6 +11,7 @@ import torch.nn.functional as F  # noqa: E402
 from torch import nn  # noqa: E402
 
 from mha import broken  # noqa: E402
+from mha._wrap import WIDTH  # noqa: E402
 from mha.checkup import CHECKS, MISTAKES, Adapter, checkup, checkup_table  # noqa: E402
 from mha.checkup.__main__ import main  # noqa: E402
 from mha.layers import MultiHeadAttention  # noqa: E402
@@ -51,15 +52,24 @@ def test_a_failed_check_names_the_mistake_it_measured():
     assert report.failed == ["scale"] and report.mistakes == ["scale sqrt(d_model)"]
     assert "q.k / 2.828" in report["scale"].detail  # sqrt(8), not sqrt(dh) = 2
     likely = f"likely: scale sqrt(d_model): {MISTAKES['scale sqrt(d_model)']}"
-    assert " ".join(likely.split()) in " ".join(str(report).split())  # wrapped at 100 columns
+    assert " ".join(likely.split()) in " ".join(str(report).split())  # wrapped at WIDTH columns
 
 
-def test_the_printed_report_breaks_between_words_at_100_columns():
+def test_the_printed_report_breaks_between_words_at_width_columns():
     report = checkup(broken.BrokenScaleDModel(8, 2))
     likely = f"      likely: {report['scale'].likely}"
-    assert len(likely) > 100
-    assert max(len(line) for line in str(report).splitlines()) <= 100
+    assert len(likely) > WIDTH
+    assert max(len(line) for line in str(report).splitlines()) <= WIDTH
     assert " ".join(likely.split()) in " ".join(str(report).split())
+
+
+def test_a_failed_checks_line_prints_as_in_the_report():
+    """Lesson 10 prints one check's result: the same lines as the report's, wrapped."""
+    report = checkup(broken.BrokenScaleDModel(8, 2))
+    shown = str(report["scale"])
+    assert shown.startswith("FAIL  scale: ") and "\n      likely: " in shown
+    assert shown in str(report)
+    assert max(len(line) for line in shown.splitlines()) <= WIDTH
 
 
 def test_a_missing_scale_is_named():

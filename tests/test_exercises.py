@@ -21,6 +21,8 @@ import nbclient
 import nbformat
 import pytest
 
+from mha._wrap import wrap_for_display
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted((ROOT / "course" / "source").glob("ex[0-9][0-9]_*/ex[0-9][0-9]_*.ipynb"))
 SETS = [p.stem for p in SOURCES]
@@ -93,7 +95,9 @@ def test_an_untouched_prediction_shows_one_line_that_says_what_to_do_not_a_trace
             text = shown(err)
             assert " ".join(text.split()).startswith(STUB_LINE), (name, text)
             assert "Traceback" not in text and "File " not in text, (name, text)
-            assert len(text.splitlines()) <= 2, text  # one sentence, wrapped at 100
+            # one sentence, wrapped between words at mha._wrap.WIDTH columns
+            assert text == wrap_for_display(text), text
+            assert len(text.splitlines()) <= 3, text
     assert stubs >= 10, stubs  # 23 when this test was written
 
 

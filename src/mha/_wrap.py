@@ -22,9 +22,12 @@ from __future__ import annotations
 import math
 import re
 
-# JupyterLab 4.6 in Chromium showed 106 columns of output at 1024 x 768 and 159 at 1440 x 900
-# with the left sidebar closed; 74 and 127 with the file browser open.
-WIDTH = 100
+# The narrowest output area a learner is likely to use: `make lab`'s JupyterLab 4.6 in Chromium
+# at 1024 x 768 with the file browser open fits 74 columns (584 px / 7.83 px per character of
+# 13 px DejaVu Sans Mono, measured 2026-12-03); a wider line is wrapped again by the browser
+# (74 + the rest, ragged). 72 leaves two columns of margin. With the left sidebar closed the same
+# window fits 106 columns; 1440 x 900 fits 127 with the file browser open, 159 without.
+WIDTH = 72
 _HANG = 4  # how much deeper a continuation line starts than its own line
 _LABEL = re.compile(r"( +)([A-Za-z][\w ]{0,11}?:)( +)(?=\S)")  # "  expected: ", "  got:      "
 

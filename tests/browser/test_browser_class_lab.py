@@ -48,7 +48,8 @@ NBGRADER_EXT = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "@jupy
 SHOTS = ARTIFACTS / "class-lab"
 
 # What a student met in ex01 at 1024 x 768 (walk19b, E03): the message as the package shows it,
-# wrapped between words at 100 columns (mha._wrap.wrap_for_display).
+# wrapped between words at 100 columns (mha._wrap.wrap_for_display then; it wraps at 72 now,
+# and the CSS must hold for the wider lines of older outputs and other text too).
 MESSAGE = (
     "read_out: your function raised ValueError: matmul: Input operand 1 has a mismatch in\n"
     "    its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) (size 4 is "

@@ -91,7 +91,7 @@ def test_a_wrong_answer_gets_a_feedback_line_naming_the_mistake(exercise_open):
     type_into(exercise_open, ANSWER, "predicted_read_out = [0.5, 0.5]")
     run(exercise_open, ANSWER)
     run(exercise_open, TEST)
-    # the message is wrapped between words at 100 columns (mha._wrap): compare its words
+    # the message is wrapped between words (mha._wrap): compare its words
     feedback = " ".join(output_text(exercise_open, TEST).split())
     assert "read_out prediction: not this one; got [0.5, 0.5]" in feedback
     assert "Multiply each value by its weight and add" in feedback

@@ -1,7 +1,7 @@
 """Install classroom/notebook-outputs.css as JupyterLab's custom.css for `make lab`.
 
-JupyterLab's own CSS sets ``word-break: break-all`` on outputs, so a check's message (wrapped
-between words at 100 columns) broke inside words wherever the output area was narrower
+JupyterLab's own CSS sets ``word-break: break-all`` on outputs, so a check's message (then
+wrapped between words at 100 columns) broke inside words wherever the output area was narrower
 ("Input oper|and" at 1024 px with the file browser open). With ``--LabApp.custom_css=True``
 JupyterLab serves ``custom/custom.css`` from ``~/.jupyter/custom/`` or, when the learner has
 none there, from jupyter_server's ``static/custom/`` of the Python that runs it: this script

@@ -3,7 +3,7 @@
 A lesson's your-turn cell ends with ``your_turn(check_read_out, read_out)``:
 the learner's function goes through the same check as the graded exercise
 sets (its cases and its named mistakes), and the cell prints exactly one
-verdict (one line, wrapped between words where it is wider than 100 columns):
+verdict (one line, wrapped between words where it is wider than 72 columns):
 
 * ``Correct: <the check's line>``
 * ``Not yet: <what is wrong>`` (the named mistake, the first case that

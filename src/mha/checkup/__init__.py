@@ -115,6 +115,15 @@ class CheckResult:
             return ""
         return "; ".join(f"{m}: {MISTAKES[m]}" for m in self.mistakes) or CHECKS[self.name]
 
+    def __str__(self) -> str:
+        """The check's line of the report, and its ``likely:`` line when it failed (wrapped
+        between words, :func:`mha._wrap.wrap_for_display`)."""
+        mark = {True: "pass", False: "FAIL", None: "not run"}[self.passed]
+        lines = [f"{mark}  {self.name}: {self.detail}"]
+        if self.passed is False:
+            lines.append(f"      likely: {self.likely}")
+        return wrap_for_display("\n".join(lines))
+
 
 @dataclass
 class Report:
@@ -147,14 +156,9 @@ class Report:
         return not self.failed
 
     def __str__(self) -> str:
-        """One line per note and per check (wrapped between words at 100 columns, so that
+        """One line per note and per check (wrapped between words at 72 columns, so that
         JupyterLab never breaks a word: :func:`mha._wrap.wrap_for_display`)."""
-        lines = [f"# {note}" for note in self.notes]
-        for r in self.results:
-            mark = {True: "pass", False: "FAIL", None: "not run"}[r.passed]
-            lines.append(f"{mark}  {r.name}: {r.detail}")
-            if r.passed is False:
-                lines.append(f"      likely: {r.likely}")
+        lines = [f"# {note}" for note in self.notes] + [str(r) for r in self.results]
         return wrap_for_display("\n".join(lines))
 
     __repr__ = __str__
