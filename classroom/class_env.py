@@ -22,6 +22,7 @@ PREFIX/env    a venv made from /usr/bin/python3 (not pyenv's, which lives under 
               browser when done, "Validate" shows on a student's exercise sets only
               (marked edits)
               nbgrader's formgrader/static/css/nbgrader.css: classroom/formgrader-tables.css
+              (tables fit the tab; dialogs: OK looks a button, logs wrap)
               nbgrader's formgrader/static/js/utils.js: classroom/formgrader-names.js
               (a name in the tables breaks only after an underscore) and
               classroom/formgrader-actions.js (the action icons say what they do)
