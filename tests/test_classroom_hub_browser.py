@@ -136,12 +136,44 @@ VALIDATE = ".jp-NotebookPanel:not(.lm-mod-hidden) .validate-button"
 BREADCRUMBS = ".jp-FileBrowser .jp-BreadCrumbs"
 
 
-def confirm(frame, shot):
-    """Wait for the Formgrader's result dialog, keep a screenshot, close it; its text."""
+# The Formgrader's open dialog: its OK button (nbgrader gives it the classes "btn btn-primary
+# close", and Bootstrap's .close made it 20 % opaque, with no background or border: it looked
+# disabled) and each log box against the dialog (a log line of long paths ran past the dialog's
+# right edge, cut off).
+DIALOG = """() => {
+    const modal = [...document.querySelectorAll('.modal')].find(m => m.offsetParent !== null
+        || getComputedStyle(m).display === 'block');
+    const content = modal.querySelector('.modal-content').getBoundingClientRect();
+    const ok = modal.querySelector('.modal-footer button');
+    const style = getComputedStyle(ok);
+    return {page: document.documentElement.clientWidth,
+        dialog: {left: Math.round(content.left), right: Math.round(content.right)},
+        ok: {text: ok.innerText.trim(), opacity: style.opacity,
+             background: style.backgroundColor, border: style.borderTopWidth},
+        logs: [...modal.querySelectorAll('pre')].map(e => {
+            const r = e.getBoundingClientRect();
+            return {scroll: e.scrollWidth, client: e.clientWidth, right: Math.round(r.right),
+                    text: e.innerText.slice(0, 80)};
+        })};
+}"""
+
+
+def confirm(frame, shot, looks=None):
+    """Wait for the Formgrader's result dialog, keep a screenshot, close it; its text. With
+    ``looks`` (a dict), DIALOG measured at 1440 x 900 and 1024 x 768 goes to looks[shot]."""
     dialog = frame.locator("#success-modal, #error-modal").first
     dialog.wait_for(state="visible", timeout=SLOW)
     text = dialog.inner_text()
     frame.page.screenshot(path=str(SHOTS / f"{shot}.png"))
+    if looks is not None:
+        frame.page.wait_for_timeout(500)  # the dialog's fade-in
+        for width, height in SIZES.items():
+            frame.page.set_viewport_size({"width": width, "height": height})
+            frame.page.wait_for_timeout(500)
+            looks[f"{shot}-{width}"] = frame.evaluate(DIALOG)
+            frame.page.screenshot(path=str(SHOTS / f"{shot}-{width}.png"))
+        frame.page.set_viewport_size({"width": 1440, "height": 900})
+        frame.page.wait_for_timeout(300)
     dialog.locator("button.close").first.click()
     dialog.wait_for(state="hidden", timeout=30_000)
     return text
@@ -155,7 +187,7 @@ def flow(request):
     SHOTS.mkdir(parents=True, exist_ok=True)
     make("class-env")
     users = {INSTRUCTOR: "instructor", RIGHT: "student", WRONG: "student"}
-    seen = {}
+    seen = {"dialogs": {}}
     with running_class(users) as room:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=ARGS)
         teacher = log_in(browser, room, INSTRUCTOR)
@@ -174,7 +206,7 @@ def flow(request):
         seen["tables"] = tables(frame, "manage_assignments")
         row = frame.locator("tr", has=frame.locator("td.name", has_text=ASSIGNMENT))
         row.locator("td.assign a").click()
-        seen["generate"] = confirm(frame, "2-generate")
+        seen["generate"] = confirm(frame, "2-generate", seen["dialogs"])
         row.locator("td.release a").click()
         seen["release"] = confirm(frame, "3-release")
         # after Release, nbgrader's "unrelease" button (a bare ✖) says what it is
@@ -215,7 +247,7 @@ def flow(request):
             work_on_it(students[name], ANSWERS[name], fetch=name != WRONG)
 
         row.locator("td.collect a").click()
-        seen["collect"] = confirm(frame, "4-collect")
+        seen["collect"] = confirm(frame, "4-collect", seen["dialogs"])
         row.locator("td.num-submissions a").click()
         frame.wait_for_selector("td.autograde a", timeout=SLOW)
         seen["autograde"] = []
@@ -254,7 +286,7 @@ def flow(request):
         row = frame.locator("tr", has=frame.locator("td.name", has_text=ASSIGNMENT))
         row.locator("td.generate-feedback a").wait_for(timeout=SLOW)
         row.locator("td.generate-feedback a").click()
-        seen["feedback"] = confirm(frame, "7-generate-feedback")
+        seen["feedback"] = confirm(frame, "7-generate-feedback", seen["dialogs"])
         row.locator("td.release-feedback a").click()
         seen["release_feedback"] = confirm(frame, "8-release-feedback")
         seen["teacher_outside"] = list(teacher.outside)
@@ -342,6 +374,33 @@ def test_the_formgraders_dialogs_show_no_debug_lines(flow):
     (walk19d, D07): the instructor's server logs at INFO (instructor-config/)."""
     for text in [flow["generate"], flow["collect"], flow["feedback"], *flow["autograde"]]:
         assert "[DEBUG]" not in text, text[:800]
+
+
+@pytest.mark.parametrize("width", [1440, 1024])
+@pytest.mark.parametrize("shot", ["2-generate", "4-collect", "7-generate-feedback"])
+def test_the_formgraders_dialogs_ok_looks_like_a_button(flow, shot, width):
+    """Every dialog's OK was pale grey text with no button shape, as if disabled (walk19e, D02,
+    D07): nbgrader's classes "btn btn-primary close" got Bootstrap's .close (opacity 0.2, no
+    background, no border). It is a primary button now (classroom/formgrader-tables.css)."""
+    ok = flow["dialogs"][f"{shot}-{width}"]["ok"]
+    assert ok["text"] == "OK", ok
+    assert float(ok["opacity"]) == 1, ok
+    assert ok["background"] not in ("rgba(0, 0, 0, 0)", "transparent"), ok
+    assert ok["border"] != "0px", ok
+
+
+@pytest.mark.parametrize("width", [1440, 1024])
+@pytest.mark.parametrize("shot", ["2-generate", "4-collect", "7-generate-feedback"])
+def test_the_formgraders_dialog_logs_wrap_inside_the_dialog(flow, shot, width):
+    """Generate Feedback's log lines (long paths, no spaces) ran past the dialog's right edge,
+    cut off: "[INFO] Copying /home/…/timestamp.txt -> /home/" (walk19e, D07). They wrap now,
+    a path anywhere, inside the dialog, and the dialog inside the tab."""
+    seen = flow["dialogs"][f"{shot}-{width}"]
+    assert seen["logs"], seen
+    assert seen["dialog"]["left"] >= 0 and seen["dialog"]["right"] <= seen["page"], seen
+    for log in seen["logs"]:
+        assert log["scroll"] <= log["client"], seen
+        assert log["right"] <= seen["dialog"]["right"], seen
 
 
 def test_every_submission_is_autograded_from_the_submissions_page(flow):
