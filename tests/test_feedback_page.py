@@ -331,6 +331,7 @@ def graded_test_cell(task: str, variable: str, answer):
     import json
 
     import mha_grading
+
     from mha.checks import grading
 
     records = []
