@@ -172,3 +172,16 @@ def test_your_turn_prints_the_verdict_wrapped_and_verdict_returns_it_whole(capsy
     out = capsys.readouterr().out
     assert out == wrap_for_display(STUB_LINE) + "\n"
     assert max(len(line) for line in out.splitlines()) <= WIDTH
+
+
+
+def test_a_check_imported_before_a_reload_of_mha_checks_is_still_shown_as_not_yet():
+    """importlib.reload(mha.checks) makes a new CheckFailed; a check imported by name before
+    it still raises the old one (a class of the same name and module: made here, so that no
+    other test sees a reloaded package)."""
+    old = type("CheckFailed", (AssertionError,), {"__module__": CheckFailed.__module__})
+    stale = type("NotAttempted", (old,), {"__module__": CheckFailed.__module__})
+    assert old is not CheckFailed
+    for kind in (old, stale):
+        assert _show_message_only(FakeShell(), kind, kind("causal: x"), None) == [
+            "Not yet: causal: x"]

@@ -127,16 +127,15 @@ def _show_message_only(shell, etype, value, tb, tb_offset=None):
     return stb
 
 
-# What a learner reads before a failed check's message is the lessons' verdict word
-# (your_turn.NOT_YET), not the exception's class name ("CheckFailed", "NotAttempted").
-
-
 def shown_label(etype, value) -> str:
     """The text shown for a failed assert: ``Not yet: <message>`` for a check's failure (a
     :class:`CheckFailed`, an untouched stub's :class:`NotAttempted` included), as a lesson's
-    your-turn cell says it; ``<ClassName>: <message>`` for any other ``AssertionError`` (a
-    learner's own ``assert``)."""
-    if issubclass(etype, CheckFailed):
+    your-turn cell says it (``your_turn.NOT_YET``), not the exception's class name;
+    ``<ClassName>: <message>`` for any other ``AssertionError`` (a learner's own ``assert``).
+    A ``CheckFailed`` of before an ``importlib.reload(mha.checks)`` (a check imported by name
+    earlier) counts too."""
+    if any(c.__name__ == "CheckFailed" and c.__module__ == _core.__name__
+           for c in etype.__mro__):
         return NOT_YET + str(value)
     return f"{etype.__name__}: {value}"
 
