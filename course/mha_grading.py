@@ -47,8 +47,13 @@ from traitlets import Integer
 # changes nothing in this process.
 from mha.checks import grading as mha_grading
 from mha.checks._core import NotAttempted, error_text
+from mha.checks.your_turn import NOT_YET
 
 MIME = mha_grading.MIME
+# What the feedback page shows before a test cell's failure (nbgrader's template renders an
+# error output's traceback, not its ename): the word the learner's notebook shows there too
+# (mha.checks' IPython handler, a lesson's your-turn verdict), not "CheckFailed".
+SHOWN = NOT_YET
 HIDDEN_CALL = re.compile(r'_grading\.(record|record_answer)\(\s*"([\w.]+)"\s*,\s*(\w+)\s*'
                          r'(?:,\s*behaviour\s*=\s*"(\w+)"\s*)?\)')
 FLAGS = "mha_grading"
@@ -178,9 +183,11 @@ class RestoreHiddenTests(NbGraderPreprocessor):
 
 # -- execute: never drop a submission ---------------------------------------------------------
 
-def _error_output(ename: str, text: str) -> NotebookNode:
+def _error_output(ename: str, text: str, label: str | None = None) -> NotebookNode:
+    """An error output named ``ename``; what the feedback page shows is its traceback,
+    ``label`` then ``text`` (``label`` is ``"<ename>: "`` unless given)."""
     return NotebookNode(output_type="error", ename=ename, evalue=text,
-                        traceback=[f"{ename}: {text}"])
+                        traceback=[(f"{ename}: " if label is None else label) + text])
 
 
 class RobustExecute(Execute):
@@ -756,7 +763,7 @@ class GradeOutsideKernel(NbGraderPreprocessor):
         records = _records(cell)
         stopped = cell.metadata.get("mha_stopped")
         passed, text = False, ""
-        ename = "CheckFailed"  # the error's name on the feedback page, as the notebook shows it
+        ename = "CheckFailed"  # the error's name, as the learner's kernel raises it
         with contextlib.redirect_stdout(io.StringIO()):
             try:
                 if not records:
@@ -798,7 +805,7 @@ class GradeOutsideKernel(NbGraderPreprocessor):
                 text = said if passed else f"{text}\n{said}"
                 passed = False
         cell.outputs = ([NotebookNode(output_type="stream", name="stdout", text=text + "\n")]
-                        if passed else [_error_output(ename, text)])
+                        if passed else [_error_output(ename, text, SHOWN)])
 
     def cell_timeout(self) -> float | None:
         """nbgrader's time limit per cell (``c.Execute.timeout``) in seconds, as

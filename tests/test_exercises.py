@@ -68,9 +68,15 @@ def test_every_graded_cell_fails_on_the_untouched_stub(name):
         assert errs, f"{nbgrader_meta(cell)['grade_id']} passes on the stub"
         assert "not attempted yet" in errs[0]["evalue"], (nbgrader_meta(cell)["grade_id"],
                                                           errs[0]["evalue"])
+        # what JupyterLab shows starts as a lesson's verdict does; the error keeps its class
+        assert errs[0]["ename"] in ("NotAttempted", "NotImplementedError"), errs[0]["ename"]
+        assert shown(errs[0]).startswith("Not yet: "), shown(errs[0])
+        assert "NotAttempted" not in shown(errs[0]), shown(errs[0])
 
 
-STUB_LINE = "Not attempted yet: this cell still has the line `raise NotImplementedError()`"
+# the lessons' verdict word ("Not yet: "), as every check cell says it too; it said
+# "Not attempted yet: ..." while the check cell below said "NotAttempted: ..."
+STUB_LINE = "Not yet: this cell still has the line `raise NotImplementedError()`"
 
 
 def shown(output) -> str:
@@ -112,11 +118,26 @@ def test_a_stub_called_from_a_cell_is_one_line_and_other_not_implemented_errors_
     nbclient.NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=60).execute()
     called, message, module, inline = (errors(c)[0] for c in nb.cells[2:])
     assert " ".join(shown(called).split()) == (
-        "Not attempted yet: read_out still has the line `raise NotImplementedError()`; "
+        "Not yet: read_out still has the line `raise NotImplementedError()`; "
         "replace it with your code, run its cell, then run this cell again.")
     for err in (message, module, inline):
         assert err["ename"] == "NotImplementedError"
-        assert "Not attempted" not in shown(err) and len(err["traceback"]) > 1, shown(err)
+        assert "Not yet" not in shown(err) and len(err["traceback"]) > 1, shown(err)
+
+
+def test_a_wrong_answers_check_cell_shows_not_yet_and_the_mistake_not_the_class_name():
+    """The walkthrough: "CheckFailed: masked_attention: mask applied after softmax: ..."
+    read like a code name next to the lessons' "Not yet: ..."."""
+    cells = ["from mha import checks\nimport numpy as np",
+             "def causal(t):\n    return np.triu(np.ones((t, t), bool))",  # diagonal too
+             "checks.check_causal_mask(causal)"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(nb, kernel_name="python3", allow_errors=True, timeout=60).execute()
+    (err,) = errors(nb.cells[2])
+    assert err["ename"] == "CheckFailed" and err["evalue"].startswith("causal: "), err
+    text = shown(err)
+    assert " ".join(text.split()) == "Not yet: " + " ".join(err["evalue"].split()), text
+    assert text == wrap_for_display(text) and "CheckFailed" not in text, text
 
 
 @pytest.mark.parametrize("name", SETS)

@@ -321,3 +321,62 @@ def test_the_page_of_a_set_with_launch_cells_says_to_run_the_imports_only():
     assert "install cell" not in text and "two code cells" not in text
     assert RUN_FIRST_HERE in text
     assert "Install the course package" not in text and "Open in Colab" not in text
+
+
+# -- the label before a test cell's failure: the lessons' "Not yet: ", not a class name ----------
+
+def graded_test_cell(task: str, variable: str, answer):
+    """A test cell of ``task`` as autograde leaves it: its hidden line's records of ``answer``,
+    then GradeOutsideKernel's verdict in place of its outputs."""
+    import json
+
+    import mha_grading
+
+    from mha.checks import grading
+
+    records = []
+    original = grading._emit
+    grading._emit = lambda r: records.append(json.loads(json.dumps(r)))
+    try:
+        grading.record(task, answer)
+    finally:
+        grading._emit = original
+    cell = nbformat.v4.new_code_cell(
+        f'checks.check_{task}({variable})\n_grading.record("{task}", {variable})',
+        metadata={"nbgrader": {**GRADE, "grade_id": f"test_{variable}"}},
+        outputs=[nbformat.v4.new_output("display_data", data={grading.MIME: r, "text/plain": ""})
+                 for r in records])
+    mha_grading.GradeOutsideKernel().grade(cell, [])
+    return cell
+
+
+def causal_stub(t):
+    raise NotImplementedError()
+
+
+def causal_not_strict(t):  # the diagonal masked too
+    import numpy as np
+    return np.triu(np.ones((t, t), bool))
+
+
+@pytest.mark.parametrize("answer, said", [
+    (causal_stub, "Not yet: causal: not attempted yet"),
+    (causal_not_strict, "Not yet: causal: "),
+])
+def test_the_page_labels_a_failed_test_cell_as_the_lessons_do_not_by_its_class(
+        monkeypatch, tmp_path, answer, said):
+    """The page said "NotAttempted: causal: ..." and "CheckFailed: causal: ...": code names,
+    where a lesson's your-turn cell says "Not yet: ". The error output keeps its ename (the
+    exception's class: tests, nbgrader) and message; the page shows the traceback."""
+    from bs4 import BeautifulSoup
+
+    cell = graded_test_cell("causal_mask", "causal", answer)
+    (out,) = cell.outputs
+    assert out.output_type == "error"
+    assert out.ename == ("NotAttempted" if answer is causal_stub else "CheckFailed")
+    assert out.traceback == ["Not yet: " + out.evalue]
+    nb = nbformat.v4.new_notebook(cells=[cell])
+    page = render_feedback(monkeypatch, tmp_path, nb)
+    shown = BeautifulSoup(page, features="html.parser").select_one(".output_error").get_text()
+    assert " ".join(shown.split()).startswith(said), shown
+    assert "NotAttempted" not in page and "CheckFailed" not in page

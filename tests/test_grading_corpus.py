@@ -302,8 +302,8 @@ def test_a_submission_that_prints_the_source_in_any_way_has_its_outputs_withheld
 
 
 def test_an_untouched_stub_is_reported_as_not_attempted_as_the_notebook_says(graded):
-    """The feedback names the error as the learner's notebook did (NotAttempted), not
-    CheckFailed, which read like a wrong answer next to the notebook's label."""
+    """The error is named NotAttempted, not CheckFailed, and the page shows it as the
+    learner's notebook does: "Not yet: <name>: not attempted yet: ...", never a class name."""
     sub = by_name("untouched_stubs")
     path = (graded["course"] / "autograded" / sub.student / sub.assignment
             / f"{sub.assignment}.ipynb")
@@ -312,3 +312,11 @@ def test_an_untouched_stub_is_reported_as_not_attempted_as_the_notebook_says(gra
     for cell in sub.expect:
         assert names[cell] == ["NotAttempted"], (cell, names[cell])
     assert names["test_predict_weight"] == [None], names  # answered: a passing line
+    # what the page shows (the traceback) starts with the notebook's and the lessons' word
+    shown = {c.metadata["nbgrader"]["grade_id"]: [t for o in c.outputs
+                                                   for t in o.get("traceback", [])]
+             for c in nbformat.read(path, 4).cells if c.metadata.get("nbgrader", {}).get("grade")}
+    for cell in sub.expect:
+        assert len(shown[cell]) == 1 and shown[cell][0].startswith("Not yet: "), shown[cell]
+    text = feedback_text(graded["course"], sub)
+    assert "Not yet: " in text and "NotAttempted" not in text and "CheckFailed" not in text

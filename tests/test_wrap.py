@@ -13,7 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mha._wrap import WIDTH, wrap_for_display
-from mha.checks import CheckFailed, _show_message_only, check_read_out, check_softmax
+from mha.checks import (
+    CheckFailed,
+    NotAttempted,
+    _show_message_only,
+    check_read_out,
+    check_softmax,
+)
 from mha.checks._core import show
 from mha.checks.your_turn import verdict, your_turn
 
@@ -136,8 +142,28 @@ def test_a_failed_check_is_shown_wrapped_while_its_message_stays_as_raised():
     assert stb == shell.shown
     shown = "\n".join(stb).splitlines()
     assert max(len(line) for line in shown) <= WIDTH
-    assert "\n".join(stb).split() == f"CheckFailed: {message}".split()
+    assert "\n".join(stb).split() == f"Not yet: {message}".split()  # the lessons' word
     assert str(failed.value) == message
+
+
+def test_an_untouched_stubs_check_is_shown_as_the_lessons_say_it_not_by_its_class():
+    """An exercise's check cell showed "NotAttempted: read_out: not attempted yet: ...", a
+    wrong answer "CheckFailed: ...": code names, where a lesson says "Not yet: read_out: ..."."""
+    with pytest.raises(NotAttempted) as untouched:
+        check_read_out(stub)
+    shell = FakeShell()
+    stb = _show_message_only(shell, NotAttempted, untouched.value, None)
+    assert "\n".join(stb).startswith("Not yet: read_out: not attempted yet")
+    assert " ".join("\n".join(stb).split()) == "Not yet: " + " ".join(
+        str(untouched.value).split())
+    assert max(len(line) for line in "\n".join(stb).splitlines()) <= WIDTH
+    assert "NotAttempted" not in "\n".join(stb) and "CheckFailed" not in "\n".join(stb)
+
+
+def test_a_learners_own_failed_assert_keeps_its_class_name():
+    shell = FakeShell()
+    assert _show_message_only(shell, AssertionError, AssertionError("x > 0"), None) == [
+        "AssertionError: x > 0"]
 
 
 def test_your_turn_prints_the_verdict_wrapped_and_verdict_returns_it_whole(capsys):
@@ -146,3 +172,16 @@ def test_your_turn_prints_the_verdict_wrapped_and_verdict_returns_it_whole(capsy
     out = capsys.readouterr().out
     assert out == wrap_for_display(STUB_LINE) + "\n"
     assert max(len(line) for line in out.splitlines()) <= WIDTH
+
+
+
+def test_a_check_imported_before_a_reload_of_mha_checks_is_still_shown_as_not_yet():
+    """importlib.reload(mha.checks) makes a new CheckFailed; a check imported by name before
+    it still raises the old one (a class of the same name and module: made here, so that no
+    other test sees a reloaded package)."""
+    old = type("CheckFailed", (AssertionError,), {"__module__": CheckFailed.__module__})
+    stale = type("NotAttempted", (old,), {"__module__": CheckFailed.__module__})
+    assert old is not CheckFailed
+    for kind in (old, stale):
+        assert _show_message_only(FakeShell(), kind, kind("causal: x"), None) == [
+            "Not yet: causal: x"]

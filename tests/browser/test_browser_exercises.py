@@ -111,6 +111,10 @@ def test_run_all_on_the_untouched_set_runs_every_cell_and_checks_every_task(exer
     checks = [i for i, c in enumerate(nb["cells"]) if "checks.check" in "".join(c["source"])]
     assert len(checks) >= 4
     assert [i for i in checks if "not attempted yet" not in output_text(exercise_open, i)] == []
+    # each check cell starts as a lesson's verdict does, never with a class name
+    shown = {i: output_text(exercise_open, i).strip() for i in checks}
+    assert [t for t in shown.values() if not t.startswith("Not yet: ")
+            or "NotAttempted" in t or "CheckFailed" in t] == [], shown
 
 
 def test_running_an_untouched_prediction_shows_one_line_that_says_what_to_do(exercise_open,
@@ -123,7 +127,7 @@ def test_running_an_untouched_prediction_shows_one_line_that_says_what_to_do(exe
     shown = output_text(exercise_open, ANSWER)
     screenshot(exercise_open.page, "untouched-prediction")  # test-artifacts/browser/
     assert " ".join(shown.split()) == (
-        "Not attempted yet: this cell still has the line `raise NotImplementedError()`; "
+        "Not yet: this cell still has the line `raise NotImplementedError()`; "
         "replace it with your answer, then run the cell again."), shown
     assert "Traceback" not in shown and "Cell In[" not in shown
     error = cell(exercise_open, ANSWER).locator(

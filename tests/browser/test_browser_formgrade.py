@@ -1,5 +1,5 @@
 """The Formgrader's submission page (the instructor's view of an autograded submission), as
-Chromium shows it at 1440 and 1024 px wide: a long CheckFailed message wraps inside the page.
+Chromium shows it at 1440 and 1024 px wide: a long failed-check message wraps inside the page.
 
 The page is rendered the way the Formgrader renders it (tests/test_feedback_page.py's
 ``formgrader_page``: an HTMLExporter from the course's config, nbgrader's 'formgrade' template
@@ -49,7 +49,7 @@ def submission():
         nbformat.v4.new_code_cell(
             "masked = masked_attention(q, k, v, causal)", metadata={"nbgrader": GRADE},
             outputs=[nbformat.v4.new_output("error", ename="CheckFailed", evalue=MESSAGE,
-                                            traceback=["CheckFailed: " + MESSAGE])]),
+                                            traceback=["Not yet: " + MESSAGE])]),
     ])
 
 
@@ -88,7 +88,7 @@ def test_a_long_checkfailed_message_wraps_in_the_submission_view(served, chromiu
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"formgrade-submission-{width}.png"))
         boxes = page.evaluate(MEASURE)
-        message = page.locator(".output_area pre", has_text="CheckFailed").first
+        message = page.locator(".output_area pre", has_text="Not yet").first
         lines = message.evaluate(
             "e => Math.round(e.getBoundingClientRect().height"
             " / parseFloat(getComputedStyle(e).lineHeight))")

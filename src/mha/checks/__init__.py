@@ -62,6 +62,7 @@ from .masks_grads import (  # noqa: E402
 )
 from .memory import check_online_softmax  # noqa: E402
 from .pytorch import check_dropout_module, check_unpack_in_proj  # noqa: E402
+from .your_turn import NOT_YET  # noqa: E402
 
 PREDICTIONS = {**basics.PREDICTIONS, **masks_grads.PREDICTIONS, **later.PREDICTIONS,
                **memory.PREDICTIONS, **debugging.PREDICTIONS}
@@ -104,7 +105,9 @@ def _show_message_only(shell, etype, value, tb, tb_offset=None):
     untouched exercise stub shows one line that says what to do (:func:`_untouched_stub`).
 
     It covers every ``AssertionError`` of the notebook that imported this module, so a
-    graded cell's hidden asserts show what failed but never their source lines. The shown
+    graded cell's hidden asserts show what failed but never their source lines. A check's
+    failure starts "Not yet: ", as a lesson's your-turn verdict does (:func:`shown_label`),
+    not with the exception's class name. The shown
     text is wrapped between words (:func:`mha._wrap.wrap_for_display`); the exception and
     its message stay as raised. A ``NotImplementedError`` stays an error output named
     ``NotImplementedError`` (a cell tagged ``raises-exception`` still raises; nbgrader still
@@ -119,9 +122,22 @@ def _show_message_only(shell, etype, value, tb, tb_offset=None):
             return None
         stb = [wrap_for_display(message)]
     else:
-        stb = [wrap_for_display(f"{etype.__name__}: {value}")]
+        stb = [wrap_for_display(shown_label(etype, value))]
     shell._showtraceback(etype, value, stb)  # an error output, as nbgrader expects
     return stb
+
+
+def shown_label(etype, value) -> str:
+    """The text shown for a failed assert: ``Not yet: <message>`` for a check's failure (a
+    :class:`CheckFailed`, an untouched stub's :class:`NotAttempted` included), as a lesson's
+    your-turn cell says it (``your_turn.NOT_YET``), not the exception's class name;
+    ``<ClassName>: <message>`` for any other ``AssertionError`` (a learner's own ``assert``).
+    A ``CheckFailed`` of before an ``importlib.reload(mha.checks)`` (a check imported by name
+    earlier) counts too."""
+    if any(c.__name__ == "CheckFailed" and c.__module__ == _core.__name__
+           for c in etype.__mro__):
+        return NOT_YET + str(value)
+    return f"{etype.__name__}: {value}"
 
 
 # the line nbgrader's generate_assignment puts in every answer cell (its `code_stub`)
@@ -146,9 +162,9 @@ def _untouched_stub(shell, etype, value, tb) -> str | None:
     if line not in STUB_LINES:
         return None
     if code.co_name == "<module>":
-        return ("Not attempted yet: this cell still has the line `raise NotImplementedError()`; "
+        return (NOT_YET + "this cell still has the line `raise NotImplementedError()`; "
                 "replace it with your answer, then run the cell again.")
-    return (f"Not attempted yet: {code.co_name} still has the line `raise NotImplementedError()`; "
+    return (NOT_YET + f"{code.co_name} still has the line `raise NotImplementedError()`; "
             "replace it with your code, run its cell, then run this cell again.")
 
 
