@@ -208,8 +208,8 @@ class RobustExecute(Execute):
         if cell.cell_type != "code":
             return cell, resources
         if self._given_up:
-            cell.outputs = [_error_output("NotRun", "this cell did not run: Python had to be "
-                                          "restarted too often in this notebook.")]
+            cell.outputs = [_error_output("NotRun", "This cell did not run: Python had to be "
+                                          "restarted too often in this notebook.", label="")]
             cell.metadata["mha_stopped"] = "not run"
             return cell, resources
         try:
@@ -252,7 +252,8 @@ class RobustExecute(Execute):
 
     def _mark(self, cell, index: int, what: str) -> None:
         self.log.warning("cell %s: %s", index, what)
-        cell.outputs = list(cell.get("outputs", [])) + [_error_output("GradingStopped", what + ".")]
+        cell.outputs = list(cell.get("outputs", [])) + [_error_output("GradingStopped", what + ".",
+                                                                     label="Grading stopped: ")]
         cell.metadata["mha_stopped"] = what.split(";")[0]
 
     def _restart_and_replay(self, upto: int, probe: bool = False) -> int | None:

@@ -272,6 +272,13 @@ def test_the_instructors_graded_copy_keeps_the_marks_grading_left(tmp_path):
     assert any("uses ._exit" in f for f in flags), flags
 
 
+def test_a_cell_grading_stopped_in_says_so_in_plain_words_on_the_feedback_page(graded):
+    """The stop is shown as the other failures are, in words, not by an error's class name."""
+    text = feedback_text(graded["course"], by_name("a_kills_the_grader"))
+    assert "Grading stopped: the grading process was killed while this submission ran." in text
+    assert "GradingStopped:" not in text
+
+
 def test_copied_cells_stop_nobody_and_the_copies_are_graded_on_their_real_cells(graded):
     """A copied cell keeps its grade id in JupyterLab; nbgrader's DeduplicateIds then made
     CheckCellMetadata stop the whole run (issue 20's last examiner)."""

@@ -241,7 +241,7 @@ def record_killer(course: Path, student: str, assignment: str, reason: str = KIL
                 cell.outputs = [nbformat.v4.new_output(
                     "error", ename="GradingStopped",
                     evalue=f"{reason}; it gets no points until your instructor grades it.",
-                    traceback=[f"GradingStopped: {reason}."])]
+                    traceback=[f"Grading stopped: {reason}."])]
         nbformat.write(nb, path)
 
 
