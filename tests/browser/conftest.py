@@ -23,9 +23,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -33,6 +30,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from lab_server import start as start_lab
 from lab_server import stop as stop_lab
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,7 +49,6 @@ SETTINGS = {
     "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
         "fetchNews": "false", "checkForUpdates": False},
 }
-SERVER_START_SECONDS = 60
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 UNDER_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
@@ -130,22 +127,6 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _status(url: str) -> int | None:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status
-    except urllib.error.HTTPError as e:
-        return e.code
-    except OSError:
-        return None
-
-
 class Lab:
     """A running JupyterLab server: its base URL, token and served folder."""
 
@@ -181,37 +162,8 @@ def lab_server(tmp_path_factory):
     root = tmp / "notebooks"
     shutil.copytree(ROOT / "notebooks", root,
                     ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
-    settings = tmp / "user-settings"
-    for name, values in SETTINGS.items():
-        path = settings / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(values))
-    env = dict(os.environ)
-    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
-        (tmp / name).mkdir()
-        env[name] = str(tmp / name)
-    env["MPLBACKEND"] = "agg"
-    port, token = _free_port(), secrets.token_hex(24)
-    args = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
-        f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}", f"--LabApp.user_settings_dir={settings}",
-        f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.news_url=None",
-    ]
-    if os.geteuid() == 0:
-        args.append("--allow-root")
-    log_path = tmp / "jupyterlab.log"
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(args, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
+    proc, base, token = start_lab(tmp, root, SETTINGS)
     try:
-        deadline = time.monotonic() + SERVER_START_SECONDS
-        while _status(f"{base}/api/status?token={token}") != 200:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not start (exit code {proc.poll()}):\n"
-                            + log_path.read_text()[-3000:])
-            time.sleep(0.25)
         yield Lab(base, token, root)
     finally:
         stop_lab(proc, base, token)

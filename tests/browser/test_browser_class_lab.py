@@ -19,7 +19,6 @@ import json
 import os
 import secrets
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,9 +29,8 @@ from conftest import (
     ARTIFACTS,
     CHROMIUM_ARGS,  # noqa: F401  (the browser comes from the chromium fixture)
     SETTINGS,
-    _free_port,
-    _status,
 )
+from lab_server import start
 from lab_server import stop as stop_lab
 from words_on_screen import MEASURE
 
@@ -112,11 +110,6 @@ def start_lab(tmp: Path, who: str, course: bool = False):
     # where class_env.py puts it (jupyter_server's static/custom) is the venv's here: the
     # config folder's custom/ comes first in the same search path
     shutil.copy(ROOT / "classroom" / "notebook-outputs.css", config / "custom" / "custom.css")
-    settings = tmp / "user-settings"
-    for name, values in SETTINGS.items():
-        path = settings / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(values))
     home = tmp / "home"
     if course:
         home.mkdir()
@@ -129,40 +122,19 @@ def start_lab(tmp: Path, who: str, course: bool = False):
     else:
         home.mkdir()
         class_notebooks(home)
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), MPLBACKEND="agg",
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
-    for name in ("JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
-        (tmp / name).mkdir()
-        env[name] = str(tmp / name)
-    port, token = _free_port(), secrets.token_hex(24)
-    args = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
-            f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={home}", f"--LabApp.user_settings_dir={settings}",
-            f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.news_url=None",
-            f"--LabApp.extra_labextensions_path={env_dir / 'share' / 'jupyter' / 'labextensions'}"]
-    if os.geteuid() == 0:
-        args.append("--allow-root")
-    log = open(tmp / "jupyterlab.log", "w")
-    proc = subprocess.Popen(args, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while _status(f"{base}/api/status?token={token}") != 200:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stop_lab(proc, base, token)
-            pytest.fail("JupyterLab did not start:\n"
-                        + (tmp / "jupyterlab.log").read_text()[-3000:])
-        time.sleep(0.25)
-    return proc, base, token, log
+    extensions = env_dir / "share" / "jupyter" / "labextensions"
+    return start(tmp, home, SETTINGS, env={
+        "JUPYTER_CONFIG_DIR": str(config),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"},
+        args=[f"--LabApp.extra_labextensions_path={extensions}"])
 
 
 def _lab(tmp_path_factory, who):
-    proc, base, token, log = start_lab(tmp_path_factory.mktemp(who), who)
+    proc, base, token = start_lab(tmp_path_factory.mktemp(who), who)
     try:
         yield who, base, token
     finally:
         stop_lab(proc, base, token)
-        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -281,13 +253,11 @@ def test_validate_shows_on_exercise_sets_and_for_instructors(request, chromium, 
 @pytest.fixture(scope="module")
 def course_lab(tmp_path_factory):
     """The instructor's JupyterLab on a copy of course/: the Formgrader lists the ten sets."""
-    proc, base, token, log = start_lab(tmp_path_factory.mktemp("course"), "instructor",
-                                       course=True)
+    proc, base, token = start_lab(tmp_path_factory.mktemp("course"), "instructor", course=True)
     try:
         yield "instructor", base, token
     finally:
         stop_lab(proc, base, token)
-        log.close()
 
 
 @pytest.fixture(scope="module")

@@ -15,17 +15,13 @@ measured as drawn: its <pre> is as tall as its text's lines times the line heigh
 
 from __future__ import annotations
 
-import json
-import os
 import secrets
 import shutil
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import SETTINGS, _free_port, _status, save_screenshot
+from conftest import SETTINGS, save_screenshot
+from lab_server import start
 from lab_server import stop as stop_lab
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
@@ -63,40 +59,14 @@ def learner_lab(tmp_path_factory):
     config = tmp / "config"
     (config / "custom").mkdir(parents=True)
     shutil.copy(ROOT / "classroom" / "notebook-outputs.css", config / "custom" / "custom.css")
-    settings = tmp / "user-settings"
-    for name, values in SETTINGS.items():
-        path = settings / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(values))
-    env = dict(os.environ, JUPYTER_CONFIG_DIR=str(config), MPLBACKEND="agg")
-    for name in ("JUPYTER_RUNTIME_DIR", "IPYTHONDIR"):
-        (tmp / name).mkdir()
-        env[name] = str(tmp / name)
-    port, token = _free_port(), secrets.token_hex(24)
-    args = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
-            f"--port={port}", "--port-retries=0", f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={home}", f"--LabApp.user_settings_dir={settings}",
-            f"--LabApp.workspaces_dir={tmp / 'workspaces'}", "--LabApp.news_url=None",
-            "--LabApp.custom_css=True",  # the Makefile's LAB_COMMON
-            f"--config={LEARNER_LAB / 'jupyter_server_config.json'}",
-            f"--LabApp.app_settings_dir={LEARNER_LAB / 'settings'}"]
-    if os.geteuid() == 0:
-        args.append("--allow-root")
-    log = open(tmp / "jupyterlab.log", "w")
-    proc = subprocess.Popen(args, cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
+    proc, base, token = start(tmp, home, SETTINGS, env={"JUPYTER_CONFIG_DIR": str(config)},
+                              args=["--LabApp.custom_css=True",  # the Makefile's LAB_COMMON
+                                    f"--config={LEARNER_LAB / 'jupyter_server_config.json'}",
+                                    f"--LabApp.app_settings_dir={LEARNER_LAB / 'settings'}"])
     try:
-        deadline = time.monotonic() + 60
-        while _status(f"{base}/api/status?token={token}") != 200:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("JupyterLab did not start:\n"
-                            + (tmp / "jupyterlab.log").read_text()[-3000:])
-            time.sleep(0.25)
         yield base, token
     finally:
         stop_lab(proc, base, token)
-        log.close()
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
