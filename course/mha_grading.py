@@ -50,10 +50,6 @@ from mha.checks._core import NotAttempted, error_text
 from mha.checks.your_turn import NOT_YET
 
 MIME = mha_grading.MIME
-# What the feedback page shows before a test cell's failure (nbgrader's template renders an
-# error output's traceback, not its ename): the word the learner's notebook shows there too
-# (mha.checks' IPython handler, a lesson's your-turn verdict), not "CheckFailed".
-SHOWN = NOT_YET
 HIDDEN_CALL = re.compile(r'_grading\.(record|record_answer)\(\s*"([\w.]+)"\s*,\s*(\w+)\s*'
                          r'(?:,\s*behaviour\s*=\s*"(\w+)"\s*)?\)')
 FLAGS = "mha_grading"
@@ -806,7 +802,9 @@ class GradeOutsideKernel(NbGraderPreprocessor):
                 text = said if passed else f"{text}\n{said}"
                 passed = False
         cell.outputs = ([NotebookNode(output_type="stream", name="stdout", text=text + "\n")]
-                        if passed else [_error_output(ename, text, SHOWN)])
+                        # the page shows the traceback, not the ename: it starts as the
+                        # learner's notebook says it (mha.checks' handler), not "CheckFailed"
+                        if passed else [_error_output(ename, text, NOT_YET)])
 
     def cell_timeout(self) -> float | None:
         """nbgrader's time limit per cell (``c.Execute.timeout``) in seconds, as
